@@ -1,0 +1,248 @@
+"""Tools: the ``Tool`` protocol users implement, and ``FunctionTool`` / ``@tool`` for plain functions."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import re
+from collections.abc import Awaitable, Callable
+from typing import Annotated, Any, Protocol, get_args, get_origin, overload, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+from pydantic.fields import FieldInfo
+
+
+class ToolError(Exception):
+    """A failure the model should read: its message becomes the tool result, always in full."""
+
+
+class ToolArgumentsError(ToolError):
+    """The model's arguments did not fit the tool's schema."""
+
+
+@runtime_checkable
+class Tool(Protocol):
+    """Something a model can call: a name, a description, a JSON schema and an async ``invoke``.
+
+    ``invoke`` returns anything printable; the loop turns it into plain text for the model. Raise
+    :class:`ToolError` for a failure the model should see and can act on.
+    """
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def description(self) -> str: ...
+
+    @property
+    def parameters(self) -> dict[str, Any]:
+        """A JSON schema of type ``object`` for the arguments."""
+        ...
+
+    async def invoke(self, arguments: dict[str, Any]) -> Any: ...
+
+
+_ARGS_HEADER = re.compile(r"^(Args|Arguments|Parameters|Params)\s*:\s*$", re.IGNORECASE)
+_SECTION_HEADER = re.compile(r"^[A-Z][A-Za-z ]*:\s*$")
+_GOOGLE_PARAM = re.compile(r"^(\*{0,2}\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$")
+_REST_PARAM = re.compile(r"^:param\s+(?:[\w\[\], ]+\s+)?(\w+)\s*:\s*(.*)$")
+
+
+def parse_docstring(doc: str | None) -> tuple[str, dict[str, str]]:
+    """Split a Google- or reST-style docstring into (description, {parameter: description})."""
+    if not doc:
+        return "", {}
+    summary: list[str] = []
+    params: dict[str, str] = {}
+    current: str | None = None
+    section = "summary"  # summary | args | other
+    param_indent: int | None = None
+    for line in inspect.cleandoc(doc).splitlines():
+        stripped = line.strip()
+        indent = len(line) - len(line.lstrip())
+        rest = _REST_PARAM.match(stripped)
+        if rest:
+            section, current = "rest", rest.group(1)
+            params[current] = rest.group(2).strip()
+            continue
+        if indent == 0 and _ARGS_HEADER.match(stripped):
+            section, current, param_indent = "args", None, None
+            continue
+        if indent == 0 and (_SECTION_HEADER.match(stripped) or stripped.startswith(":")):
+            section, current = "other", None
+            continue
+        if section == "summary":
+            summary.append(line)
+        elif section == "args" and stripped:
+            m = _GOOGLE_PARAM.match(stripped)
+            if m and (param_indent is None or indent <= param_indent):
+                param_indent = indent
+                current = m.group(1).lstrip("*")
+                params[current] = m.group(2).strip()
+            elif current:
+                params[current] = f"{params[current]} {stripped}".strip()
+        elif section == "rest" and current and stripped:
+            params[current] = f"{params[current]} {stripped}".strip()
+    return "\n".join(summary).strip(), params
+
+
+def _clean_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """Drop pydantic's ``title`` noise; models read fewer tokens and lose nothing."""
+
+    def walk(node: Any) -> Any:
+        if isinstance(node, dict):
+            return {
+                k: walk(v)
+                for k, v in node.items()
+                if not (k == "title" and isinstance(v, str))
+            }
+        if isinstance(node, list):
+            return [walk(v) for v in node]
+        return node
+
+    cleaned: dict[str, Any] = walk(schema)
+    cleaned.setdefault("properties", {})
+    return cleaned
+
+
+class FunctionTool:
+    """A Python function (sync or async) as a :class:`Tool`.
+
+    The JSON schema comes from the signature: types, defaults, ``Annotated[..., "description"]`` or
+    ``Annotated[..., Field(description=...)]``, and the docstring (its first part describes the tool,
+    its ``Args:`` section the parameters). Arguments are validated by pydantic before the call; a
+    failure raises :class:`ToolArgumentsError` whose message tells the model what was wrong. Sync
+    functions run in a worker thread so they never block the event loop.
+    """
+
+    __slots__ = ("_fn", "_is_async", "_model", "_schema", "description", "name", "run_in_thread")
+
+    def __init__(
+        self,
+        fn: Callable[..., Any],
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        run_in_thread: bool = True,
+    ) -> None:
+        self._fn = fn
+        self._is_async = inspect.iscoroutinefunction(fn)
+        self.run_in_thread = run_in_thread
+        self.name = name or fn.__name__
+        doc_text, doc_params = parse_docstring(inspect.getdoc(fn))
+        self.description = description if description is not None else doc_text
+        self._model = self._build_model(fn, doc_params)
+        self._schema = _clean_schema(self._model.model_json_schema())
+
+    @classmethod
+    def from_function(cls, fn: Callable[..., Any], **kwargs: Any) -> FunctionTool:
+        """Build a tool from ``fn``; keyword arguments as for the constructor."""
+        return cls(fn, **kwargs)
+
+    @property
+    def parameters(self) -> dict[str, Any]:
+        return self._schema
+
+    def _build_model(self, fn: Callable[..., Any], doc_params: dict[str, str]) -> type[BaseModel]:
+        sig = inspect.signature(fn)
+        try:
+            hints = inspect.get_annotations(fn, eval_str=True)
+        except Exception as e:  # an annotation that cannot be resolved
+            raise TypeError(f"tool {self.name!r}: cannot resolve type hints: {e}") from e
+        fields: dict[str, Any] = {}
+        for pname, param in sig.parameters.items():
+            if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+                raise TypeError(
+                    f"tool {self.name!r}: parameter {pname!r} is *args/**kwargs; "
+                    "tools need named parameters so the model knows what to send"
+                )
+            annotation = hints.get(pname, Any)
+            description = doc_params.get(pname)
+            if get_origin(annotation) is Annotated:
+                base, *meta = get_args(annotation)
+                extra = [m for m in meta if not isinstance(m, str)]
+                texts = [m for m in meta if isinstance(m, str)]
+                if texts:
+                    description = texts[0]
+                annotation = Annotated[(base, *extra)] if extra else base
+            default = ... if param.default is param.empty else param.default
+            info = Field(default=default, description=description)
+            if isinstance(default, FieldInfo):
+                info = default
+            fields[pname] = (annotation, info)
+        model_name = "".join(p.capitalize() for p in self.name.split("_")) + "Arguments"
+        model: type[BaseModel] = create_model(  # type: ignore[call-overload]
+            model_name, __config__=ConfigDict(extra="forbid"), **fields
+        )
+        return model
+
+    def validate(self, arguments: dict[str, Any]) -> dict[str, Any]:
+        """Check ``arguments`` against the schema; return them converted to the declared types."""
+        try:
+            parsed = self._model.model_validate(arguments)
+        except ValidationError as e:
+            problems = []
+            for err in e.errors():
+                where = ".".join(str(p) for p in err["loc"]) or "(arguments)"
+                problems.append(f"{where}: {err['msg']}")
+            expected = ", ".join(
+                f"{k} ({v.get('type', 'any')})" for k, v in self._schema["properties"].items()
+            )
+            raise ToolArgumentsError(
+                f"invalid arguments for {self.name}: " + "; ".join(problems)
+                + f". Expected: {expected or 'no arguments'}."
+            ) from None
+        return {k: getattr(parsed, k) for k in type(parsed).model_fields}
+
+    async def invoke(self, arguments: dict[str, Any]) -> Any:
+        kwargs = self.validate(arguments)
+        if self._is_async:
+            return await self._fn(**kwargs)
+        if self.run_in_thread:
+            return await asyncio.to_thread(self._fn, **kwargs)
+        result = self._fn(**kwargs)
+        if inspect.isawaitable(result):
+            return await result
+        return result
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """Call the wrapped function directly (the decorator keeps functions usable)."""
+        return self._fn(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"FunctionTool({self.name!r})"
+
+
+@overload
+def tool(fn: Callable[..., Any], /) -> FunctionTool: ...
+@overload
+def tool(
+    *, name: str | None = None, description: str | None = None, run_in_thread: bool = True
+) -> Callable[[Callable[..., Any]], FunctionTool]: ...
+
+
+def tool(
+    fn: Callable[..., Any] | None = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    run_in_thread: bool = True,
+) -> FunctionTool | Callable[[Callable[..., Any]], FunctionTool]:
+    """Decorator: turn a function into a :class:`FunctionTool`.
+
+    Example::
+
+        @tool
+        def add(a: int, b: Annotated[int, "the second number"] = 1) -> int:
+            \"\"\"Add two numbers.\"\"\"
+            return a + b
+    """
+
+    def wrap(f: Callable[..., Any]) -> FunctionTool:
+        return FunctionTool(f, name=name, description=description, run_in_thread=run_in_thread)
+
+    return wrap(fn) if fn is not None else wrap
+
+
+ToolFunction = Callable[..., Any] | Callable[..., Awaitable[Any]]
