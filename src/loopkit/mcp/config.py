@@ -1,0 +1,104 @@
+"""``MCPServerConfig``: one MCP server as data (a command for stdio, or a URL for streamable HTTP).
+
+Made for configuration files: the card runner's TOML describes each server in a table, e.g.::
+
+    [mcp.servers.ui]
+    command = ["python", "-m", "loopkit_ui.server"]
+    env = { QT_LINUX_ACCESSIBILITY_ALWAYS_ON = "1" }
+    inherit_env = true
+    call_timeout = 30
+
+    [mcp.servers.search]
+    url = "http://127.0.0.1:8931/mcp"
+    headers = { Authorization = "Bearer ..." }
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from loopkit.mcp.client import DEFAULT_CALL_TIMEOUT, DEFAULT_STARTUP_TIMEOUT, MCPClient
+
+
+class MCPServerConfig(BaseModel):
+    """How to reach one MCP server: exactly one of ``command`` (stdio) or ``url`` (HTTP).
+
+    ``env``, ``inherit_env`` and ``cwd`` apply to a command; ``headers`` to a URL. Timeouts are
+    in seconds. ``tool_prefix`` goes in front of every tool name (to keep two servers' tools
+    apart). :meth:`connect` returns an unopened :class:`MCPClient`; use it with ``async with``.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str | None = Field(default=None, description="A short name for messages and logs.")
+    command: list[str] | None = Field(
+        default=None, description="Program and arguments of a stdio server: ['python', 'x.py']."
+    )
+    url: str | None = Field(default=None, description="Endpoint of a streamable-HTTP server.")
+    env: dict[str, str] = Field(default_factory=dict, repr=False)
+    inherit_env: bool = False
+    cwd: Path | None = None
+    headers: dict[str, str] = Field(default_factory=dict, repr=False)
+    startup_timeout: float = Field(default=DEFAULT_STARTUP_TIMEOUT, gt=0)
+    call_timeout: float = Field(default=DEFAULT_CALL_TIMEOUT, gt=0)
+    tool_prefix: str = ""
+
+    @field_validator("command")
+    @classmethod
+    def _command_not_empty(cls, value: list[str] | None) -> list[str] | None:
+        if value is not None and (not value or not value[0].strip()):
+            raise ValueError("command must be a non-empty list: the program, then its arguments")
+        return value
+
+    @field_validator("url")
+    @classmethod
+    def _url_is_http(cls, value: str | None) -> str | None:
+        if value is not None:
+            parts = urlsplit(value)
+            if parts.scheme not in ("http", "https") or not parts.hostname:
+                raise ValueError(
+                    "url must be an http:// or https:// address with a host, "
+                    f"e.g. http://127.0.0.1:8000/mcp (got scheme {parts.scheme!r})"
+                )
+        return value
+
+    @model_validator(mode="after")
+    def _exactly_one_transport(self) -> MCPServerConfig:
+        if (self.command is None) == (self.url is None):
+            given = "both" if self.command is not None else "neither"
+            raise ValueError(
+                f"an MCP server needs exactly one of `command` (stdio) or `url` (streamable "
+                f"HTTP); {given} given"
+            )
+        if self.url is not None and (self.env or self.inherit_env or self.cwd is not None):
+            raise ValueError("env, inherit_env and cwd apply to a `command` server, not a `url`")
+        if self.command is not None and self.headers:
+            raise ValueError("headers apply to a `url` server, not a `command`")
+        return self
+
+    def connect(self) -> MCPClient:
+        """An :class:`MCPClient` for this server (not yet connected: use ``async with``)."""
+        if self.command is not None:
+            return MCPClient.stdio(
+                self.command[0],
+                self.command[1:],
+                env=self.env or None,
+                inherit_env=self.inherit_env,
+                cwd=self.cwd,
+                startup_timeout=self.startup_timeout,
+                call_timeout=self.call_timeout,
+                tool_prefix=self.tool_prefix,
+                name=self.name,
+            )
+        assert self.url is not None
+        return MCPClient.http(
+            self.url,
+            headers=self.headers,
+            startup_timeout=self.startup_timeout,
+            call_timeout=self.call_timeout,
+            tool_prefix=self.tool_prefix,
+            name=self.name,
+        )
