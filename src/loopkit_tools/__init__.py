@@ -1,0 +1,30 @@
+"""loopkit_tools: guarded local tools for agent runs (files, build, app process, git).
+
+There is no shell: the model gets ``list_files``, ``read_file``, ``write_file``, ``build_app``,
+``start_app``, ``stop_app``, ``git_commit`` (and ``run_tests`` when configured), each checked by
+the :class:`WorkspaceGuard`. See docs/tools.md and docs/security.md.
+"""
+
+from loopkit_tools.condense import condense, relevant_lines
+from loopkit_tools.config import ReadyCheck, ToolsConfig
+from loopkit_tools.git import CommitResult, GitCommitter
+from loopkit_tools.local_tools import LocalTools
+from loopkit_tools.processes import CommandResult, ProcessGroup, group_alive, pid_alive, run_command
+from loopkit_tools.workspace import PathRefusedError, WorkspaceGuard
+
+__all__ = [
+    "CommandResult",
+    "CommitResult",
+    "GitCommitter",
+    "LocalTools",
+    "PathRefusedError",
+    "ProcessGroup",
+    "ReadyCheck",
+    "ToolsConfig",
+    "WorkspaceGuard",
+    "condense",
+    "group_alive",
+    "pid_alive",
+    "relevant_lines",
+    "run_command",
+]

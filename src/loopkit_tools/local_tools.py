@@ -1,0 +1,349 @@
+"""``LocalTools``: the seven guarded local tools (plus optional ``run_tests``) as loopkit Tools.
+
+There is no shell: the model can list, read and write files inside the allowed folders, build,
+start and stop the configured app, run its tests and commit the writable folders. Nothing else.
+Every path goes through :class:`~loopkit_tools.workspace.WorkspaceGuard` first.
+
+Usage::
+
+    async with LocalTools(ToolsConfig(root=repo)) as local:
+        client = builder.use_function_invocation().build()
+        options = ChatOptions(tools=[*local.tools, *ui_tools])
+        ...
+    # the app is stopped here, whatever happened inside the block
+"""
+
+from __future__ import annotations
+
+import asyncio
+import tempfile
+import time
+from pathlib import Path
+from types import TracebackType
+from typing import IO, Annotated, Any
+
+from loopkit.abstractions import FunctionTool, Tool, ToolError
+from loopkit_tools.condense import condense
+from loopkit_tools.config import ReadyCheck, ToolsConfig
+from loopkit_tools.git import GitCommitter
+from loopkit_tools.processes import ProcessGroup, run_command
+from loopkit_tools.workspace import WorkspaceGuard
+
+
+class LocalTools:
+    """The local tools of one run, configured by a :class:`ToolsConfig`; an async context manager.
+
+    On exit (normal, exception or cancellation) the app is stopped with its whole process group.
+    Processes also never outlive the Python process itself (see :mod:`loopkit_tools.processes`).
+    """
+
+    def __init__(self, config: ToolsConfig | None = None) -> None:
+        self.config = config or ToolsConfig()
+        self.root = self.config.resolved_root()
+        self.guard = WorkspaceGuard(
+            self.root,
+            self.config.read_folders,
+            self.config.write_folders,
+            max_file_bytes=self.config.max_file_bytes,
+            max_list_entries=self.config.max_output_lines,
+            list_exclude=self.config.list_exclude,
+        )
+        self.git = GitCommitter(
+            self.root,
+            self.guard.write_folders,
+            self.config.commit_message_pattern,
+            git=self.config.git_command,
+            author_name=self.config.git_author_name,
+            author_email=self.config.git_author_email,
+        )
+        self._app: ProcessGroup | None = None
+        self._app_output: Path | None = None
+        self._own_output_dir: tempfile.TemporaryDirectory[str] | None = None
+        self._lock = asyncio.Lock()  # one process operation at a time (parallel tool calls)
+        self._tools = self._make_tools()
+
+    # ------------------------------------------------------------------ lifecycle
+
+    async def __aenter__(self) -> LocalTools:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Stop the app if it runs and remove the temporary output folder. Safe to call twice."""
+        app, self._app = self._app, None
+        if app is not None:
+            # shield: a cancelled run must still finish stopping its processes
+            await asyncio.shield(app.stop(self.config.stop_grace_s))
+        if self._own_output_dir is not None:
+            self._own_output_dir.cleanup()
+            self._own_output_dir = None
+
+    @property
+    def tools(self) -> list[Tool]:
+        """The tools to hand to the model: seven, plus ``run_tests`` when a test command is set."""
+        return list(self._tools)
+
+    @property
+    def app_pid(self) -> int | None:
+        """The pid of the running app, if any."""
+        return self._app.pid if self._app is not None and self._app.alive() else None
+
+    # ------------------------------------------------------------------ file tools
+
+    def list_files(
+        self,
+        folder: Annotated[str, "a folder relative to the workspace; empty for all readable"] = "",
+    ) -> str:
+        files = self.guard.list_files(folder)
+        if not files:
+            return f"(no files under {folder or 'the readable folders'})"
+        cap = self.config.max_output_lines
+        text = "\n".join(files[:cap])
+        if len(files) > cap:
+            text += f"\n[... {len(files) - cap} more files not shown; list a subfolder]"
+        return text
+
+    def read_file(self, path: Annotated[str, "a file path relative to the workspace"]) -> str:
+        return self.guard.read_text(path)
+
+    def write_file(
+        self,
+        path: Annotated[str, "a file path relative to the workspace, in a writable folder"],
+        content: Annotated[str, "the complete new content of the file, not a diff or an excerpt"],
+    ) -> str:
+        size = self.guard.write_text(path, content)
+        return f"Wrote {path} ({size} bytes)."
+
+    # ------------------------------------------------------------------ build and tests
+
+    def _cwd(self, rel: str) -> Path:
+        return self.root if rel == "." else self.root / rel
+
+    async def build_app(self) -> str:
+        async with self._lock:
+            if self.config.build_requires_stopped_app and self.app_pid is not None:
+                raise ToolError(
+                    f"the app is running (pid {self.app_pid}); call stop_app first, then build_app"
+                )
+            result = await run_command(
+                self.config.build_command,
+                cwd=self._cwd(self.config.build_cwd),
+                env=self.config.build_env,
+                timeout_s=self.config.build_timeout_s,
+            )
+        if result.timed_out:
+            summary = f"Build timed out after {self.config.build_timeout_s:g} s and was stopped."
+        elif result.exit_code == 0:
+            summary = "Build succeeded."
+        else:
+            summary = f"Build failed with exit code {result.exit_code}."
+        return condense(summary, result.output, self.config.max_output_lines)
+
+    async def run_tests(self) -> str:
+        command = self.config.test_command
+        if command is None:  # the tool is not offered then; a direct call still answers clearly
+            raise ToolError("no test command is configured for this workspace")
+        async with self._lock:
+            result = await run_command(
+                command,
+                cwd=self._cwd(self.config.test_cwd),
+                env=self.config.build_env,
+                timeout_s=self.config.test_timeout_s,
+            )
+        if result.timed_out:
+            summary = f"Tests timed out after {self.config.test_timeout_s:g} s and were stopped."
+        elif result.exit_code == 0:
+            summary = "Tests passed."
+        else:
+            summary = f"Tests failed with exit code {result.exit_code}."
+        return condense(summary, result.output, self.config.max_output_lines)
+
+    # ------------------------------------------------------------------ the app
+
+    def _output_path(self) -> Path:
+        if self.config.app_output_file is not None:
+            p = self.config.app_output_file
+            return p if p.is_absolute() else self.root / p
+        if self._own_output_dir is None:
+            self._own_output_dir = tempfile.TemporaryDirectory(prefix="loopkit-app-")
+        return Path(self._own_output_dir.name) / "app-output.log"
+
+    def _output_tail(self, start: int) -> str:
+        if self._app_output is None:
+            return ""
+        try:
+            with self._app_output.open("rb") as f:
+                f.seek(start)
+                return f.read()[-200_000:].decode("utf-8", errors="replace")
+        except OSError:
+            return ""
+
+    async def _wait_ready(self, app: ProcessGroup, check: ReadyCheck) -> str:
+        """Poll the readiness check; raise if the app dies or the check times out."""
+        end = time.monotonic() + (check.delay_s if check.kind == "delay" else check.timeout_s)
+        while True:
+            if app.returncode is not None:
+                return "exited"
+            if check.kind == "delay":
+                if time.monotonic() >= end:
+                    return f"running after {check.delay_s:g} s"
+            elif check.kind == "file":
+                assert check.path is not None
+                p = Path(check.path)
+                if (p if p.is_absolute() else self.root / p).exists():
+                    return f"ready ({check.path} exists)"
+            else:
+                assert check.command is not None
+                probe = await run_command(
+                    check.command, cwd=self.root, env=self.config.app_env, timeout_s=check.timeout_s
+                )
+                if probe.exit_code == 0:
+                    return "ready (readiness check passed)"
+            if time.monotonic() >= end:
+                return "timeout"
+            await asyncio.sleep(check.interval_s)
+
+    async def start_app(self) -> str:
+        async with self._lock:
+            if self._app is not None and self._app.alive():
+                return (
+                    f"The app is already running (pid {self._app.pid}); nothing started. "
+                    "Call stop_app first to restart it."
+                )
+            if self._app is not None:  # it exited on its own: clean its group up
+                await self._app.stop(0)
+                self._app = None
+            out_path = self._output_path()
+            out_path.parent.mkdir(parents=True, exist_ok=True)
+            self._app_output = out_path
+            start = out_path.stat().st_size if out_path.exists() else 0
+            out: IO[bytes] = out_path.open("ab")
+            try:
+                app = await ProcessGroup.start(
+                    self.config.app_command,
+                    cwd=self._cwd(self.config.app_cwd),
+                    env=self.config.app_env,
+                    stdout=out,
+                    grace_s=self.config.stop_grace_s,
+                )
+            finally:
+                out.close()  # the child has its own copy
+            self._app = app
+            state = "started"
+            if self.config.app_ready is not None:
+                try:
+                    state = await self._wait_ready(app, self.config.app_ready)
+                except BaseException:
+                    await app.stop(self.config.stop_grace_s)
+                    self._app = None
+                    raise
+            if state in ("exited", "timeout"):
+                await app.stop(self.config.stop_grace_s)
+                self._app = None
+                tail = self._output_tail(start)
+                if state == "exited":
+                    summary = f"The app exited at start with code {app.returncode}."
+                else:
+                    summary = "The app did not become ready in time and was stopped."
+                raise ToolError(condense(summary, tail, self.config.max_output_lines))
+            return f"The app is running (pid {app.pid}); {state}."
+
+    async def stop_app(self) -> str:
+        async with self._lock:
+            app, self._app = self._app, None
+            if app is None:
+                return "The app is not running; nothing to stop."
+            pid = app.pid
+            how = await asyncio.shield(app.stop(self.config.stop_grace_s))
+            return f"The app (pid {pid}) {how}; no process of it is left."
+
+    # ------------------------------------------------------------------ git
+
+    async def git_commit(
+        self,
+        message: Annotated[
+            str, "first line as required (e.g. 'card: <title>'), then a blank line and a short body"
+        ],
+    ) -> str:
+        async with self._lock:
+            result = await self.git.commit(message)
+        return str(result)
+
+    # ------------------------------------------------------------------ descriptions
+
+    def _make_tools(self) -> list[Tool]:
+        g = self.guard
+        readable = ", ".join(f"{f}/" for f in g.read_folders)
+        writable = ", ".join(f"{f}/" for f in g.write_folders)
+        build = " ".join(
+            Path(a).name if i == 0 else a for i, a in enumerate(self.config.build_command)
+        )
+        descriptions = {
+            "list_files": (
+                "Lists the files under a folder of the repository, one relative path a line. "
+                f"Readable folders: {readable}. Call it first to see what exists; pass a subfolder "
+                "to see less."
+            ),
+            "read_file": (
+                f"Reads one text file under {readable} (path relative to the repository, as "
+                "list_files shows it). Read a file before you change it. Long files are cut with "
+                "a note."
+            ),
+            "write_file": (
+                f"Writes one file under {writable} with its COMPLETE new content (not a diff, not "
+                "an excerpt): read_file it first and send back the whole file with your change. "
+                "Creates the file if it does not exist."
+            ),
+            "build_app": (
+                f"Builds the app ({build}). Call stop_app first if the app is running; the "
+                "build is refused while it runs. Returns one summary line and the error and "
+                "warning lines only. A build that compiles proves nothing: start the app, verify."
+            ),
+            "start_app": (
+                "Starts the app so you can inspect and verify it through the UI tools. Build first "
+                "after a change (build_app). Returns the pid once it runs; if it crashes at start, "
+                "returns its errors."
+            ),
+            "stop_app": (
+                "Stops the app and every process it started. Call it before build_app and when "
+                "you are done."
+            ),
+            "git_commit": (
+                f"Commits the changes under {writable} (and nothing else) after you verified them "
+                "live. The first line of the message must match "
+                f"{self.config.commit_message_pattern!r} (e.g. 'card: <card title>'); the body "
+                "says in two or three sentences what changed and how it was verified. Refuses an "
+                "empty commit. Returns the commit id and its files."
+            ),
+            "run_tests": (
+                "Runs the app's own tests. Returns one summary line and the failure, error and "
+                "warning lines only."
+            ),
+        }
+        tools: list[Tool] = []
+        for name in (
+            "list_files",
+            "read_file",
+            "write_file",
+            "build_app",
+            "start_app",
+            "stop_app",
+            "git_commit",
+        ):
+            tools.append(self._tool(name, descriptions[name]))
+        if self.config.test_command is not None:
+            tools.append(self._tool("run_tests", descriptions["run_tests"]))
+        return tools
+
+    def _tool(self, name: str, description: str) -> FunctionTool:
+        fn: Any = getattr(self, name)
+        # File tools are sync and run in a worker thread; process tools are async so processes
+        # are always forked from the event-loop thread (PR_SET_PDEATHSIG is per thread).
+        return FunctionTool(fn, name=name, description=description)

@@ -1,0 +1,327 @@
+"""Process groups that never outlive the run: start, stop (terminate, then kill), run with timeout.
+
+Every command runs as the leader of its own process group (its own session, so a terminal's Ctrl+C
+does not reach it) and stopping ends the whole group: SIGTERM, a grace period, then SIGKILL.
+
+No process may outlive the run, even when the Python process dies. Three layers:
+
+1. ``LocalTools`` stops the app on exit of its ``async with`` block (normal, exception, cancel).
+2. An ``atexit`` hook kills every group still registered when the interpreter exits normally.
+3. A *group guard*: a tiny Python process started next to each group, reading a pipe whose write
+   end only this process holds. When this process dies for any reason (SIGKILL included), the
+   kernel closes the pipe, the guard reads end-of-file and kills the group (SIGTERM, grace,
+   SIGKILL). This covers grandchildren too and works on every POSIX system.
+
+On Linux the leader additionally gets ``PR_SET_PDEATHSIG`` (SIGKILL when its parent dies) through a
+small ``preexec_fn``. Two caveats, which is why it is only the second line of defence: the signal
+fires when the *thread* that forked the child exits, not the process (we always fork from the
+event-loop thread, never from a worker thread), and it reaches the leader only, not its children.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import contextlib
+import ctypes
+import os
+import signal
+import subprocess
+import sys
+import time
+import weakref
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+from loopkit.abstractions import ToolError
+
+_PR_SET_PDEATHSIG = 1
+
+# The guard: wait for EOF on stdin (our death or a clean stop), then end the group.
+_GUARD_CODE = """
+import os, signal, sys, time
+for s in (signal.SIGINT, signal.SIGHUP, signal.SIGTERM):
+    signal.signal(s, signal.SIG_IGN)
+pgid, grace = int(sys.argv[1]), float(sys.argv[2])
+try:
+    while os.read(0, 4096):
+        pass
+except OSError:
+    pass
+def alive():
+    try:
+        os.killpg(pgid, 0)
+        return True
+    except OSError:
+        return False
+try:
+    os.killpg(pgid, signal.SIGTERM)
+except OSError:
+    sys.exit(0)
+end = time.monotonic() + grace
+while time.monotonic() < end and alive():
+    time.sleep(0.05)
+try:
+    os.killpg(pgid, signal.SIGKILL)
+except OSError:
+    pass
+"""
+
+
+def _pdeathsig_preexec() -> Callable[[], None] | None:
+    """A preexec function that asks Linux to SIGKILL the child when its parent dies."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        prctl = libc.prctl
+    except (OSError, AttributeError):
+        return None
+    parent = os.getpid()
+
+    def preexec() -> None:
+        prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        if os.getppid() != parent:  # the parent died before prctl took effect
+            os._exit(1)
+
+    return preexec
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether ``pid`` is a running process (a zombie counts as gone)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        stat_text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True  # no /proc (macOS): kill(0) said it exists
+    return stat_text.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def group_members(pgid: int) -> list[int] | None:
+    """Live (non-zombie) pids in process group ``pgid``; None where /proc is unavailable."""
+    proc = Path("/proc")
+    if not (proc / "self" / "stat").exists():
+        return None
+    members = []
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        # after "pid (comm)": state ppid pgrp ...
+        if int(fields[2]) == pgid and fields[0] != "Z":
+            members.append(int(entry.name))
+    return members
+
+
+def group_alive(pgid: int) -> bool:
+    """Whether any live process remains in process group ``pgid``."""
+    members = group_members(pgid)
+    if members is not None:
+        return bool(members)
+    try:
+        os.killpg(pgid, 0)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
+
+
+_LIVE: weakref.WeakSet[ProcessGroup] = weakref.WeakSet()
+
+
+@atexit.register
+def _kill_live_groups() -> None:
+    """At interpreter exit, end every group still running (the guard would too, a bit later)."""
+    groups = list(_LIVE)
+    for g in groups:
+        g.signal_group(signal.SIGTERM)
+    end = time.monotonic() + 1.0
+    while time.monotonic() < end and any(group_alive(g.pgid) for g in groups):
+        time.sleep(0.05)
+    for g in groups:
+        g.signal_group(signal.SIGKILL)
+        g.close_guard()
+
+
+class ProcessGroup:
+    """A started command, leader of its own process group, watched by a group guard."""
+
+    def __init__(
+        self, proc: asyncio.subprocess.Process, guard: asyncio.subprocess.Process, guard_fd: int
+    ) -> None:
+        self.proc = proc
+        self.pid = proc.pid
+        self.pgid = proc.pid  # start_new_session makes the leader's pid the group id
+        self._guard = guard
+        self._guard_fd: int | None = guard_fd
+        _LIVE.add(self)
+
+    @classmethod
+    async def start(
+        cls,
+        argv: Sequence[str],
+        *,
+        cwd: str | os.PathLike[str],
+        env: Mapping[str, str] | None = None,
+        stdout: int | IO[Any] | None = subprocess.DEVNULL,
+        grace_s: float = 5.0,
+    ) -> ProcessGroup:
+        """Start ``argv`` (never through a shell) in its own session and process group."""
+        full_env = dict(os.environ)
+        full_env.update(env or {})
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                *argv,
+                cwd=os.fspath(cwd),
+                env=full_env,
+                stdin=subprocess.DEVNULL,
+                stdout=stdout,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                preexec_fn=_pdeathsig_preexec(),
+            )
+        except FileNotFoundError:
+            raise ToolError(f"cannot start {argv[0]!r}: no such program") from None
+        except PermissionError:
+            raise ToolError(f"cannot start {argv[0]!r}: permission denied") from None
+        read_fd, write_fd = os.pipe()  # both ends close-on-exec; only the guard gets read_fd
+        try:
+            guard = await asyncio.create_subprocess_exec(
+                sys.executable,
+                "-I",
+                "-S",
+                "-c",
+                _GUARD_CODE,
+                str(proc.pid),
+                str(grace_s),
+                stdin=read_fd,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+        except BaseException:
+            os.close(write_fd)
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            raise
+        finally:
+            os.close(read_fd)
+        return cls(proc, guard, write_fd)
+
+    @property
+    def returncode(self) -> int | None:
+        """The leader's exit status once it has ended (negative: killed by that signal)."""
+        return self.proc.returncode
+
+    def signal_group(self, sig: int) -> None:
+        """Send ``sig`` to the whole group; a group that is gone is not an error."""
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.pgid, sig)
+
+    def close_guard(self) -> None:
+        """Close our end of the guard's pipe: the guard then ends the group (if any) and exits."""
+        if self._guard_fd is not None:
+            os.close(self._guard_fd)
+            self._guard_fd = None
+
+    def alive(self) -> bool:
+        """Whether the leader or any other member of the group still runs."""
+        return self.proc.returncode is None or group_alive(self.pgid)
+
+    async def _wait_gone(self, within_s: float) -> bool:
+        end = time.monotonic() + within_s
+        while True:
+            if self.proc.returncode is not None and not group_alive(self.pgid):
+                return True
+            if time.monotonic() >= end:
+                return False
+            await asyncio.sleep(0.02)
+
+    async def stop(self, grace_s: float) -> str:
+        """End the whole group: SIGTERM, ``grace_s`` seconds, then SIGKILL; says how it ended."""
+        try:
+            if not self.alive():
+                how = f"had already exited with code {self.proc.returncode}"
+            else:
+                self.signal_group(signal.SIGTERM)
+                if await self._wait_gone(grace_s):
+                    how = "stopped"
+                else:
+                    self.signal_group(signal.SIGKILL)
+                    await self._wait_gone(5.0)
+                    how = f"did not stop within {grace_s:g} s and was killed"
+            return how
+        finally:
+            self.signal_group(signal.SIGKILL)  # leftovers of an exited leader
+            self.close_guard()
+            _LIVE.discard(self)
+            try:
+                await asyncio.wait_for(self._guard.wait(), 5.0)
+            except TimeoutError:
+                with contextlib.suppress(ProcessLookupError):
+                    self._guard.kill()
+            except asyncio.CancelledError:
+                with contextlib.suppress(ProcessLookupError):
+                    self._guard.kill()
+                raise
+
+
+@dataclass
+class CommandResult:
+    """What a command did: exit code (None if it timed out), output (capped), and whether cut."""
+
+    exit_code: int | None
+    output: str
+    timed_out: bool
+    output_cut: bool
+
+
+async def run_command(
+    argv: Sequence[str],
+    *,
+    cwd: str | os.PathLike[str],
+    env: Mapping[str, str] | None,
+    timeout_s: float,
+    max_output_bytes: int = 4_000_000,
+) -> CommandResult:
+    """Run ``argv`` as its own group with a timeout; the group is gone when this returns."""
+    group = await ProcessGroup.start(argv, cwd=cwd, env=env, stdout=subprocess.PIPE, grace_s=1.0)
+    chunks: list[bytes] = []
+    size = 0
+    cut = False
+
+    async def read_all() -> None:
+        nonlocal size, cut
+        stream = group.proc.stdout
+        assert stream is not None
+        while chunk := await stream.read(65536):
+            if size < max_output_bytes:
+                chunks.append(chunk[: max_output_bytes - size])
+            else:
+                cut = True  # keep draining so the command never blocks on a full pipe
+            size += len(chunk)
+
+    reader = asyncio.create_task(read_all())
+    timed_out = False
+    try:
+        try:
+            await asyncio.wait_for(group.proc.wait(), timeout_s)
+        except TimeoutError:
+            timed_out = True
+    finally:
+        await group.stop(grace_s=1.0)
+        try:
+            await asyncio.wait_for(reader, 5.0)
+        except (TimeoutError, asyncio.CancelledError):
+            reader.cancel()  # someone outside the group still holds the pipe
+    output = b"".join(chunks).decode("utf-8", errors="replace")
+    return CommandResult(None if timed_out else group.returncode, output, timed_out, cut)
