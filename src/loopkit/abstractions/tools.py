@@ -166,9 +166,12 @@ class FunctionTool:
                     description = texts[0]
                 annotation = Annotated[(base, *extra)] if extra else base
             default = ... if param.default is param.empty else param.default
-            info = Field(default=default, description=description)
             if isinstance(default, FieldInfo):
                 info = default
+            elif description is not None:
+                info = Field(default=default, description=description)
+            else:
+                info = Field(default=default)
             fields[pname] = (annotation, info)
         model_name = "".join(p.capitalize() for p in self.name.split("_")) + "Arguments"
         model: type[BaseModel] = create_model(  # type: ignore[call-overload]

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Installs everything loopkit, its tests and its demo need on Debian/Ubuntu, idempotently:
+# the Debian packages (headless desktop, AT-SPI, Qt's xcb libraries, build tools for PyGObject),
+# then a virtual environment in .venv with loopkit and its extras. Safe to run again: it only
+# installs what is missing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PYTHON=${PYTHON:-python3}
+VENV=${VENV:-.venv}
+EXTRAS=${LOOPKIT_EXTRAS:-ui,dev}
+
+DEBIAN_PACKAGES=(
+  git python3-venv python3-dev gcc pkg-config
+  xvfb xauth x11-utils dbus dbus-x11 at-spi2-core gir1.2-atspi-2.0 libgirepository1.0-dev libcairo2-dev
+  libxkbcommon-x11-0 libxcb-cursor0 libxcb-icccm4 libxcb-image0 libxcb-keysyms1 libxcb-randr0
+  libxcb-render-util0 libxcb-shape0 libxcb-xinerama0 libxcb-xkb1 libegl1 libgl1 libfontconfig1
+  libdbus-1-3 fonts-dejavu-core
+)
+
+say() { printf '\033[1m[setup]\033[0m %s\n' "$*"; }
+
+missing=()
+for p in "${DEBIAN_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  if ! command -v apt-get >/dev/null; then
+    say "missing Debian packages: ${missing[*]}; this script needs apt-get (Debian/Ubuntu)." >&2
+    exit 1
+  fi
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  say "installing Debian packages: ${missing[*]}"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+if [ ! -x "$VENV/bin/python" ]; then
+  say "creating $VENV with $($PYTHON --version)"
+  "$PYTHON" -m venv "$VENV"
+fi
+
+# Reinstall only when the project's dependencies changed.
+stamp="$VENV/.loopkit-installed"
+want="$(sha256sum pyproject.toml | cut -d' ' -f1) $EXTRAS"
+if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
+  say "installing loopkit[$EXTRAS] into $VENV (first time: a few minutes)"
+  "$VENV/bin/python" -m pip install -q --upgrade pip
+  "$VENV/bin/python" -m pip install -q -e ".[$EXTRAS]"
+  echo "$want" > "$stamp"
+fi
+say "ready: $VENV/bin/python"

@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# Installs what is missing (scripts/setup.sh), then runs the whole test suite.
+# Extra arguments go to pytest, e.g. scripts/test.sh -k run_log
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+# Exit status 5 ("no tests collected") is a failure too: pytest already exits non-zero for it.
+exec .venv/bin/python -m pytest -p no:cacheprovider "$@"

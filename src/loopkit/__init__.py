@@ -1,0 +1,125 @@
+"""loopkit: agent loops for Python.
+
+Protocols (:class:`ChatClient`, :class:`Tool`), middleware that wraps a chat client (the
+function-invocation loop, the run log, a token budget, retries) and interchangeable providers
+(litellm for hosted and local models, MCP servers and Python functions for tools).
+
+Names are loaded on first use, so ``import loopkit`` stays fast; everything below is public API.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+_EXPORTS: dict[str, str] = {
+    # abstractions
+    "ChatClient": "loopkit.abstractions.chat",
+    "ChatOptions": "loopkit.abstractions.chat",
+    "ChatResponse": "loopkit.abstractions.chat",
+    "ChatResponseUpdate": "loopkit.abstractions.chat",
+    "ToolMode": "loopkit.abstractions.chat",
+    "response_from_updates": "loopkit.abstractions.chat",
+    "ChatMessage": "loopkit.abstractions.content",
+    "ChatRole": "loopkit.abstractions.content",
+    "DataContent": "loopkit.abstractions.content",
+    "FunctionCallContent": "loopkit.abstractions.content",
+    "FunctionResultContent": "loopkit.abstractions.content",
+    "TextContent": "loopkit.abstractions.content",
+    "UsageContent": "loopkit.abstractions.content",
+    "UsageDetails": "loopkit.abstractions.content",
+    "FunctionTool": "loopkit.abstractions.tools",
+    "Tool": "loopkit.abstractions.tools",
+    "ToolArgumentsError": "loopkit.abstractions.tools",
+    "ToolError": "loopkit.abstractions.tools",
+    "tool": "loopkit.abstractions.tools",
+    # composition and middleware
+    "ChatClientBuilder": "loopkit.builder",
+    "DelegatingChatClient": "loopkit.middleware.delegating",
+    "FunctionInvocationOptions": "loopkit.middleware.function_invocation",
+    "FunctionInvokingChatClient": "loopkit.middleware.function_invocation",
+    "ToolInvocation": "loopkit.middleware.function_invocation",
+    "RetryPolicy": "loopkit.middleware.retry",
+    "RetryingChatClient": "loopkit.middleware.retry",
+    "RunLog": "loopkit.middleware.run_log",
+    "RunLogChatClient": "loopkit.middleware.run_log",
+    "TokenBudgetChatClient": "loopkit.middleware.token_budget",
+    # providers
+    "LiteLLMChatClient": "loopkit.providers.litellm",
+    "ScriptedChatClient": "loopkit.providers.scripted",
+    "FunctionChatClient": "loopkit.providers.scripted",
+    "Script": "loopkit.providers.scripted",
+    # cards and results
+    "Card": "loopkit.cards",
+    "CardState": "loopkit.cards",
+    "RunResult": "loopkit.result",
+    "parse_result": "loopkit.result",
+    # errors
+    "LoopkitError": "loopkit.errors",
+    "ProviderError": "loopkit.errors",
+    "BudgetExceededError": "loopkit.errors",
+    "CardError": "loopkit.errors",
+    "MCPServerError": "loopkit.errors",
+    "ScriptDivergedError": "loopkit.errors",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'loopkit' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later lookups skip __getattr__
+    return value
+
+
+def __dir__() -> list[str]:
+    return [*globals(), *__all__]
+
+
+if TYPE_CHECKING:
+    from loopkit.abstractions.chat import (
+        ChatClient,
+        ChatOptions,
+        ChatResponse,
+        ChatResponseUpdate,
+        ToolMode,
+        response_from_updates,
+    )
+    from loopkit.abstractions.content import (
+        ChatMessage,
+        ChatRole,
+        DataContent,
+        FunctionCallContent,
+        FunctionResultContent,
+        TextContent,
+        UsageContent,
+        UsageDetails,
+    )
+    from loopkit.abstractions.tools import FunctionTool, Tool, ToolArgumentsError, ToolError, tool
+    from loopkit.builder import ChatClientBuilder
+    from loopkit.cards import Card, CardState
+    from loopkit.errors import (
+        BudgetExceededError,
+        CardError,
+        LoopkitError,
+        MCPServerError,
+        ProviderError,
+        ScriptDivergedError,
+    )
+    from loopkit.middleware.delegating import DelegatingChatClient
+    from loopkit.middleware.function_invocation import (
+        FunctionInvocationOptions,
+        FunctionInvokingChatClient,
+        ToolInvocation,
+    )
+    from loopkit.middleware.retry import RetryingChatClient, RetryPolicy
+    from loopkit.middleware.run_log import RunLog, RunLogChatClient
+    from loopkit.middleware.token_budget import TokenBudgetChatClient
+    from loopkit.providers.litellm import LiteLLMChatClient
+    from loopkit.providers.scripted import FunctionChatClient, Script, ScriptedChatClient
+    from loopkit.result import RunResult, parse_result

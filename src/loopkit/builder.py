@@ -1,0 +1,130 @@
+"""``ChatClientBuilder``: compose middleware around a chat client; the first added is outermost."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
+
+from loopkit.abstractions.chat import ChatClient, ChatOptions, ChatResponse, ChatResponseUpdate
+from loopkit.abstractions.content import ChatMessage
+from loopkit.middleware.delegating import DelegatingChatClient
+
+if TYPE_CHECKING:
+    from loopkit.middleware.function_invocation import FunctionInvocationOptions
+    from loopkit.middleware.retry import RetryPolicy
+    from loopkit.middleware.run_log import RunLog
+
+#: The signature of a plain async function used as middleware: it gets the messages, the options
+#: and the next client, and returns the response (calling ``next_client`` or not).
+MiddlewareFunction = Callable[
+    [Sequence[ChatMessage], ChatOptions | None, ChatClient], Awaitable[ChatResponse]
+]
+Middleware = Callable[[ChatClient], ChatClient] | MiddlewareFunction
+
+
+class FunctionMiddleware(DelegatingChatClient):
+    """Wraps a plain async function as middleware (streaming passes through unchanged)."""
+
+    def __init__(self, inner: ChatClient, fn: MiddlewareFunction) -> None:
+        super().__init__(inner)
+        self.fn = fn
+
+    async def get_response(
+        self, messages: Sequence[ChatMessage], options: ChatOptions | None = None
+    ) -> ChatResponse:
+        return await self.fn(messages, options, self.inner)
+
+    def get_streaming_response(
+        self, messages: Sequence[ChatMessage], options: ChatOptions | None = None
+    ) -> AsyncIterator[ChatResponseUpdate]:
+        return self.inner.get_streaming_response(messages, options)
+
+
+def _is_function_middleware(fn: Callable[..., Any]) -> bool:
+    import inspect
+
+    if not inspect.iscoroutinefunction(fn):
+        return False
+    params = [
+        p
+        for p in inspect.signature(fn).parameters.values()
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+    ]
+    return len(params) == 3
+
+
+class ChatClientBuilder:
+    """Builds a pipeline around ``inner``.
+
+    ``ChatClientBuilder(model).use_function_invocation().use_run_log(path).build()`` gives
+    ``FunctionInvokingChatClient(RunLogChatClient(model))``: the first middleware added is the
+    outermost, as in Microsoft.Extensions.AI.
+    """
+
+    def __init__(self, inner: ChatClient) -> None:
+        self._inner = inner
+        self._factories: list[Callable[[ChatClient], ChatClient]] = []
+
+    def use(self, middleware: Middleware) -> ChatClientBuilder:
+        """Add middleware: a factory ``client -> client`` (e.g. a DelegatingChatClient subclass)
+        or a plain ``async def mw(messages, options, next_client) -> ChatResponse``."""
+        if isinstance(middleware, type):
+            factory: Callable[[ChatClient], ChatClient] = middleware
+        elif _is_function_middleware(middleware):
+            fn: MiddlewareFunction = middleware  # type: ignore[assignment]
+
+            def factory(inner: ChatClient) -> ChatClient:
+                return FunctionMiddleware(inner, fn)
+
+        elif callable(middleware):
+            factory = middleware  # type: ignore[assignment]
+        else:
+            raise TypeError(
+                f"use() expects a client factory or an async function (messages, options, "
+                f"next_client); got {middleware!r}"
+            )
+        self._factories.append(factory)
+        return self
+
+    def use_function_invocation(
+        self, options: FunctionInvocationOptions | None = None, **kwargs: Any
+    ) -> ChatClientBuilder:
+        """Add the function-invocation loop; keyword arguments set
+        :class:`~loopkit.middleware.function_invocation.FunctionInvocationOptions` fields."""
+        from loopkit.middleware.function_invocation import (
+            FunctionInvocationOptions,
+            FunctionInvokingChatClient,
+        )
+
+        opts = options or FunctionInvocationOptions(**kwargs)
+        return self.use(lambda inner: FunctionInvokingChatClient(inner, opts))
+
+    def use_run_log(
+        self, target: str | Path | TextIO | RunLog, **kwargs: Any
+    ) -> ChatClientBuilder:
+        """Add the JSON-lines run log (a path, an open text stream or a :class:`RunLog`)."""
+        from loopkit.middleware.run_log import RunLog, RunLogChatClient
+
+        log = target if isinstance(target, RunLog) else RunLog(target, **kwargs)
+        return self.use(lambda inner: RunLogChatClient(inner, log))
+
+    def use_token_budget(self, max_tokens: int) -> ChatClientBuilder:
+        """Refuse further requests once ``max_tokens`` (input + output) are spent."""
+        from loopkit.middleware.token_budget import TokenBudgetChatClient
+
+        return self.use(lambda inner: TokenBudgetChatClient(inner, max_tokens))
+
+    def use_retries(self, policy: RetryPolicy | None = None, **kwargs: Any) -> ChatClientBuilder:
+        """Retry transient provider errors (keyword arguments set RetryPolicy fields)."""
+        from loopkit.middleware.retry import RetryingChatClient, RetryPolicy
+
+        pol = policy or RetryPolicy(**kwargs)
+        return self.use(lambda inner: RetryingChatClient(inner, pol))
+
+    def build(self) -> ChatClient:
+        """The composed client: factories applied innermost first."""
+        client = self._inner
+        for factory in reversed(self._factories):
+            client = factory(client)
+        return client

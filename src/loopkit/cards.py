@@ -1,0 +1,150 @@
+"""Cards: a Kanban card as a Markdown file with YAML front matter, and its state changes.
+
+```
+---
+title: Deleting an item should ask first
+state: New
+category: Improvement
+---
+Body with **Acceptance criteria** ...
+```
+States move New → In Work → Done / Failed. Writing a state back changes only the ``state:`` line
+of the front matter; the body is left byte for byte as it was.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+from enum import Enum
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
+
+from loopkit.errors import CardError
+
+_FRONT_MATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)", re.DOTALL)
+_STATE_LINE = re.compile(r"^(state[ \t]*:[ \t]*)(.*?)([ \t]*)$", re.MULTILINE)
+
+
+class CardState(str, Enum):
+    NEW = "New"
+    IN_WORK = "In Work"
+    DONE = "Done"
+    FAILED = "Failed"
+
+
+class CardFrontMatter(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    title: str
+    state: CardState = CardState.NEW
+    category: str | None = None
+
+    @field_validator("title")
+    @classmethod
+    def _title_not_blank(cls, v: str) -> str:
+        if not v.strip():
+            raise ValueError("title must not be empty")
+        return v.strip()
+
+
+class Card(BaseModel):
+    """A parsed card file."""
+
+    path: Path | None = None
+    front_matter: CardFrontMatter
+    body: str
+    text: str
+
+    @property
+    def title(self) -> str:
+        return self.front_matter.title
+
+    @property
+    def state(self) -> CardState:
+        return self.front_matter.state
+
+    @property
+    def acceptance_criteria(self) -> list[str]:
+        """The bullet points under an "Acceptance criteria" heading (may be empty)."""
+        m = re.search(r"acceptance criteria\**:?\**\s*\n(.*?)(?:\n\s*\n(?![ \t]*[-*] )|\Z)",
+                      self.body, re.IGNORECASE | re.DOTALL)
+        if not m:
+            return []
+        items: list[str] = []
+        for line in m.group(1).splitlines():
+            if re.match(r"^\s*[-*]\s+", line):
+                items.append(re.sub(r"^\s*[-*]\s+", "", line).strip())
+            elif items and line.strip():
+                items[-1] += " " + line.strip()
+        return items
+
+    @classmethod
+    def parse(cls, text: str, path: Path | None = None) -> Card:
+        where = str(path) if path else "card"
+        m = _FRONT_MATTER.match(text)
+        if m is None:
+            raise CardError(
+                f"{where}: no front matter. A card starts with a '---' line, then YAML with at "
+                "least 'title:' (and 'state:', 'category:'), then a closing '---' line."
+            )
+        try:
+            data: Any = yaml.safe_load(m.group(1)) or {}
+        except yaml.YAMLError as e:
+            raise CardError(f"{where}: the front matter is not valid YAML: {e}") from None
+        if not isinstance(data, dict):
+            raise CardError(f"{where}: the front matter must be a YAML mapping (key: value lines)")
+        try:
+            fm = CardFrontMatter.model_validate(data)
+        except ValidationError as e:
+            problems = "; ".join(
+                f"{'.'.join(str(x) for x in err['loc'])}: {err['msg']}" for err in e.errors()
+            )
+            states = ", ".join(s.value for s in CardState)
+            raise CardError(f"{where}: {problems} (states are: {states})") from None
+        return cls(path=path, front_matter=fm, body=text[m.end():], text=text)
+
+    @classmethod
+    def load(cls, path: str | Path) -> Card:
+        p = Path(path)
+        try:
+            with p.open(encoding="utf-8", newline="") as f:
+                text = f.read()
+        except FileNotFoundError:
+            raise CardError(f"card file not found: {p}") from None
+        except (OSError, UnicodeDecodeError) as e:
+            raise CardError(f"cannot read card file {p}: {e}") from None
+        return cls.parse(text, p)
+
+    def with_state(self, state: CardState) -> Card:
+        """A copy whose text has ``state:`` set to ``state`` (added if missing); body untouched."""
+        m = _FRONT_MATTER.match(self.text)
+        assert m is not None  # parse() guarantees front matter
+        fm_text = m.group(1)
+        if _STATE_LINE.search(fm_text):
+            new_fm = _STATE_LINE.sub(lambda s: f"{s.group(1)}{state.value}{s.group(3)}", fm_text,
+                                     count=1)
+        else:
+            new_fm = fm_text + f"\nstate: {state.value}"
+        start, end = m.span(1)
+        text = self.text[:start] + new_fm + self.text[end:]
+        return Card.parse(text, self.path)
+
+    def save_state(self, state: CardState) -> Card:
+        """Write the new state to the card file atomically and return the updated card."""
+        if self.path is None:
+            raise CardError("this card was not loaded from a file; there is nowhere to save it")
+        updated = self.with_state(state)
+        fd, tmp = tempfile.mkstemp(prefix=".card-", dir=self.path.parent)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
+                f.write(updated.text)
+            os.replace(tmp, self.path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        return updated

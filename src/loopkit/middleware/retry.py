@@ -1,0 +1,129 @@
+"""Retries of transient provider failures (rate limits, overload, timeouts, 5xx) with tenacity."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import dataclass
+
+from tenacity import (
+    AsyncRetrying,
+    RetryCallState,
+    retry_if_exception,
+    stop_after_attempt,
+    wait_random_exponential,
+)
+
+from loopkit.abstractions.chat import ChatClient, ChatOptions, ChatResponse, ChatResponseUpdate
+from loopkit.abstractions.content import ChatMessage
+from loopkit.errors import ProviderError
+from loopkit.middleware.delegating import DelegatingChatClient
+
+_log = logging.getLogger("loopkit.retry")
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    """How often and how long to retry.
+
+    ``max_attempts`` counts the first try. Waits grow exponentially with jitter from
+    ``initial_delay`` up to ``max_delay``; a provider's Retry-After replaces the computed wait but
+    is capped at ``max_retry_after`` (a server asking for ten minutes ends the run instead).
+    """
+
+    max_attempts: int = 4
+    initial_delay: float = 1.0
+    max_delay: float = 30.0
+    max_retry_after: float = 60.0
+
+    def __post_init__(self) -> None:
+        if self.max_attempts < 1:
+            raise ValueError(f"RetryPolicy.max_attempts must be >= 1, got {self.max_attempts}")
+        if self.initial_delay < 0 or self.max_delay < 0 or self.max_retry_after < 0:
+            raise ValueError("RetryPolicy delays must be >= 0")
+
+
+def is_transient(error: BaseException) -> bool:
+    """True for provider errors marked retryable (never for 4xx client errors)."""
+    return isinstance(error, ProviderError) and error.retryable
+
+
+class RetryingChatClient(DelegatingChatClient):
+    """Retries ``get_response`` on transient :class:`ProviderError`\\ s.
+
+    Streaming requests are retried only until the first update arrives; after that a failure
+    propagates, because replaying half a stream would duplicate output.
+    """
+
+    def __init__(
+        self,
+        inner: ChatClient,
+        policy: RetryPolicy | None = None,
+        *,
+        sleep: Callable[[float], object] | None = None,
+        on_retry: Callable[[int, ProviderError, float], None] | None = None,
+    ) -> None:
+        super().__init__(inner)
+        self.policy = policy or RetryPolicy()
+        self._sleep = sleep
+        self._on_retry = on_retry
+        self.retries = 0  #: retries made so far by this instance (for logs and tests)
+
+    def _wait(self, state: RetryCallState) -> float:
+        computed = wait_random_exponential(
+            multiplier=self.policy.initial_delay, max=self.policy.max_delay
+        )(state)
+        error = state.outcome.exception() if state.outcome else None
+        if isinstance(error, ProviderError) and error.retry_after is not None:
+            if error.retry_after > self.policy.max_retry_after:
+                # Waiting that long is worse than failing: surface the error now.
+                raise error
+            return max(0.0, error.retry_after)
+        return float(computed)
+
+    def _before_sleep(self, state: RetryCallState) -> None:
+        self.retries += 1
+        error = state.outcome.exception() if state.outcome else None
+        delay = state.next_action.sleep if state.next_action else 0.0
+        _log.warning("transient provider error, retry %d in %.2fs: %s", state.attempt_number, delay, error)
+        if self._on_retry and isinstance(error, ProviderError):
+            self._on_retry(state.attempt_number, error, delay)
+
+    def _retrying(self) -> AsyncRetrying:
+        kwargs: dict[str, object] = {}
+        if self._sleep is not None:
+            kwargs["sleep"] = self._sleep
+        return AsyncRetrying(
+            stop=stop_after_attempt(self.policy.max_attempts),
+            wait=self._wait,
+            retry=retry_if_exception(is_transient),
+            before_sleep=self._before_sleep,
+            reraise=True,
+            **kwargs,  # type: ignore[arg-type]
+        )
+
+    async def get_response(
+        self, messages: Sequence[ChatMessage], options: ChatOptions | None = None
+    ) -> ChatResponse:
+        async for attempt in self._retrying():
+            with attempt:
+                return await self.inner.get_response(messages, options)
+        raise AssertionError("unreachable: tenacity reraises the last error")
+
+    async def get_streaming_response(  # type: ignore[override]
+        self, messages: Sequence[ChatMessage], options: ChatOptions | None = None
+    ) -> AsyncIterator[ChatResponseUpdate]:
+        first: ChatResponseUpdate | None = None
+        stream: AsyncIterator[ChatResponseUpdate] | None = None
+        async for attempt in self._retrying():
+            with attempt:
+                stream = aiter(self.inner.get_streaming_response(messages, options))
+                try:
+                    first = await anext(stream)
+                except StopAsyncIteration:
+                    first = None
+        if first is None or stream is None:
+            return
+        yield first
+        async for update in stream:
+            yield update

@@ -1,0 +1,376 @@
+"""``LiteLLMChatClient``: Claude, OpenAI and every other model litellm supports, as a ChatClient.
+
+litellm is imported lazily, on the first request (or by :func:`start_background_import`), never
+at ``import loopkit``: importing it takes 5 to 8 seconds on the project's machines. Before the
+import, ``LITELLM_LOCAL_MODEL_COST_MAP=True`` and ``LITELLM_OFFLINE_MODE=true`` are set (unless the
+environment already sets them): otherwise litellm downloads its model price list from GitHub at
+import, which hangs or fails without internet and makes runs depend on a third-party file.
+
+One retry layer only: litellm's own retries (``num_retries``) and the OpenAI SDK's
+(``max_retries``) are turned off; wrap the client in
+:class:`~loopkit.middleware.retry.RetryingChatClient` (``ChatClientBuilder.use_retries()``) instead.
+Every failure surfaces as a :class:`~loopkit.errors.ProviderError` saying whether it is worth
+retrying.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+from collections.abc import AsyncIterator, Sequence
+from types import ModuleType
+from typing import Any
+
+from loopkit.abstractions.chat import (
+    ChatOptions,
+    ChatResponse,
+    ChatResponseUpdate,
+    FinishReason,
+)
+from loopkit.abstractions.content import (
+    ChatMessage,
+    ChatRole,
+    Content,
+    FunctionCallContent,
+    TextContent,
+    UsageContent,
+)
+from loopkit.errors import ProviderError
+from loopkit.providers.litellm_errors import classify
+from loopkit.providers.litellm_mapping import (
+    add_cache_breakpoints,
+    attr,
+    function_call_from,
+    map_finish_reason,
+    map_usage,
+    options_to_kwargs,
+    to_openai_messages,
+)
+
+__all__ = [
+    "DEFAULT_TIMEOUT",
+    "LiteLLMChatClient",
+    "is_anthropic_model",
+    "litellm_loaded",
+    "load_litellm",
+    "preload",
+    "start_background_import",
+]
+
+#: Seconds a request may take before it fails as a (retryable) timeout.
+DEFAULT_TIMEOUT = 120.0
+
+#: Defaults set before importing litellm (see the module docstring); existing values win.
+OFFLINE_ENVIRONMENT = {"LITELLM_LOCAL_MODEL_COST_MAP": "True", "LITELLM_OFFLINE_MODE": "true"}
+
+_import_lock = threading.Lock()
+_background: threading.Thread | None = None
+_module: ModuleType | None = None
+
+
+def load_litellm() -> ModuleType:
+    """Import litellm (once) with the offline defaults and return the module. Blocks."""
+    global _module
+    if _module is not None:
+        return _module
+    with _import_lock:
+        if _module is None:
+            for key, value in OFFLINE_ENVIRONMENT.items():
+                os.environ.setdefault(key, value)
+            import litellm
+
+            # litellm prints a "Give Feedback / Get Help" banner to stdout on every exception;
+            # loopkit reports errors itself and stdout may carry a UI or a protocol.
+            litellm.suppress_debug_info = True
+            _module = litellm
+    return _module
+
+
+def start_background_import() -> threading.Thread:
+    """Start importing litellm in a daemon thread and return the thread (idempotent).
+
+    Call it early (e.g. while parsing configuration or starting MCP servers) where a run will
+    need litellm, so the first request does not wait for the whole import.
+    """
+    global _background
+    with _import_lock:
+        if _background is None:
+            _background = threading.Thread(
+                target=_import_quietly, name="loopkit-litellm-import", daemon=True
+            )
+            _background.start()
+        return _background
+
+
+#: Alias of :func:`start_background_import`.
+preload = start_background_import
+
+
+def _import_quietly() -> None:
+    # A failed background import is reported by the request that needs litellm, in context.
+    try:
+        load_litellm()
+    except Exception:
+        pass
+
+
+def litellm_loaded() -> bool:
+    """True once litellm has been imported by this module."""
+    return _module is not None
+
+
+async def _litellm() -> ModuleType:
+    if _module is not None:
+        return _module
+    # The import takes seconds: keep the event loop (UI, MCP pipes, timers) running meanwhile.
+    return await asyncio.to_thread(load_litellm)
+
+
+def is_anthropic_model(model: str) -> bool:
+    """True for Anthropic's models by any route (``anthropic/...``, Bedrock, Vertex, ...)."""
+    lowered = model.lower()
+    return lowered.startswith("anthropic/") or "claude" in lowered
+
+
+def _provider_of(model: str) -> str:
+    return model.split("/", 1)[0] if "/" in model else "litellm"
+
+
+class LiteLLMChatClient:
+    """A :class:`~loopkit.abstractions.chat.ChatClient` over ``litellm.acompletion``.
+
+    ``model`` is a litellm model string (``anthropic/claude-sonnet-4-5``, ``openai/gpt-5``,
+    ``ollama/qwen2.5-coder``, ``openai/<name>`` with ``api_base`` for any OpenAI-compatible server).
+    Without ``api_key`` litellm reads the usual environment variables (``ANTHROPIC_API_KEY``,
+    ``OPENAI_API_KEY``, ...). ``prompt_caching`` (default: on for Anthropic models) marks cache
+    breakpoints on the system prompt, the last tool and the latest turn. Extra keyword arguments
+    are passed to every ``litellm.acompletion`` call; ``ChatOptions.additional_properties`` win
+    over them for one request.
+    """
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        api_base: str | None = None,
+        api_key: str | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+        prompt_caching: bool | None = None,
+        **extra: Any,
+    ) -> None:
+        if not isinstance(model, str) or not model.strip():
+            raise ValueError(
+                f"model must be a litellm model string such as 'anthropic/claude-sonnet-4-5', "
+                f"got {model!r}"
+            )
+        if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0:
+            raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
+        for forbidden in ("messages", "stream", "model"):
+            if forbidden in extra:
+                raise ValueError(
+                    f"LiteLLMChatClient does not take {forbidden!r} as an extra argument; "
+                    "it is set per request"
+                )
+        self.model = model
+        self.api_base = api_base
+        self._api_key = api_key
+        self.timeout = float(timeout)
+        self.prompt_caching = is_anthropic_model(model) if prompt_caching is None else prompt_caching
+        self.extra = dict(extra)
+
+    def __repr__(self) -> str:
+        # Never show the key.
+        base = f", api_base={self.api_base!r}" if self.api_base else ""
+        return f"LiteLLMChatClient({self.model!r}{base})"
+
+    # -- request -----------------------------------------------------------------------------
+    def build_request(
+        self, messages: Sequence[ChatMessage], options: ChatOptions | None = None
+    ) -> dict[str, Any]:
+        """The keyword arguments for ``litellm.acompletion`` (without the API key)."""
+        model = options.model_id if options and options.model_id else self.model
+        wire_messages = to_openai_messages(messages)
+        if not wire_messages:
+            raise ValueError("messages must contain at least one message with content")
+        request: dict[str, Any] = {
+            "model": model,
+            "messages": wire_messages,
+            "timeout": self.timeout,
+            # One retry layer only (RetryingChatClient): litellm's and the OpenAI SDK's are off.
+            "num_retries": 0,
+            "max_retries": 0,
+        }
+        if self.api_base:
+            request["api_base"] = self.api_base
+        request.update(self.extra)
+        request.update(options_to_kwargs(options))
+        if self.prompt_caching:
+            add_cache_breakpoints(request["messages"], request.get("tools"))
+        return request
+
+    def _call_kwargs(self, request: dict[str, Any]) -> dict[str, Any]:
+        if self._api_key is not None:
+            return {**request, "api_key": self._api_key}
+        return request
+
+    def _error(self, error: BaseException, model: str) -> ProviderError:
+        if isinstance(error, ProviderError):
+            return error
+        return classify(
+            error,
+            model=model,
+            provider=_provider_of(model),
+            timeout=self.timeout,
+            secrets=[self._api_key],
+        )
+
+    # -- ChatClient ---------------------------------------------------------------------------
+    async def get_response(
+        self, messages: Sequence[ChatMessage], options: ChatOptions | None = None
+    ) -> ChatResponse:
+        """Send the conversation and return the model's answer (one assistant message)."""
+        request = self.build_request(messages, options)
+        model = request["model"]
+        litellm = await _litellm()
+        try:
+            raw = await litellm.acompletion(**self._call_kwargs(request))
+        except asyncio.CancelledError:
+            raise
+        except Exception as e:
+            raise self._error(e, model) from e
+        return self._to_response(raw, model)
+
+    def _to_response(self, raw: Any, model: str) -> ChatResponse:
+        choices = attr(raw, "choices")
+        if not choices:
+            raise ProviderError(
+                f"{_provider_of(model)} model {model!r} returned a response without choices "
+                "(malformed response body)",
+                retryable=False,
+                provider=_provider_of(model),
+            )
+        choice = choices[0]
+        message = attr(choice, "message")
+        contents: list[Content] = []
+        text = attr(message, "content")
+        if isinstance(text, str) and text:
+            contents.append(TextContent(text=text))
+        for call in attr(message, "tool_calls") or []:
+            function = attr(call, "function")
+            contents.append(
+                function_call_from(
+                    attr(call, "id"), attr(function, "name"), attr(function, "arguments")
+                )
+            )
+        return ChatResponse(
+            messages=[ChatMessage(role=ChatRole.ASSISTANT, contents=contents)],
+            usage=map_usage(attr(raw, "usage")),
+            finish_reason=map_finish_reason(attr(choice, "finish_reason")),
+            model_id=attr(raw, "model") or model,
+            response_id=attr(raw, "id"),
+        )
+
+    async def get_streaming_response(
+        self, messages: Sequence[ChatMessage], options: ChatOptions | None = None
+    ) -> AsyncIterator[ChatResponseUpdate]:
+        """Stream the answer: text deltas as they arrive, each tool call once complete, usage last.
+
+        Raises :class:`ProviderError` (classified like :meth:`get_response`) on failure, before or
+        during the stream.
+        """
+        request = self.build_request(messages, options)
+        request["stream"] = True
+        request["stream_options"] = {"include_usage": True}
+        model = request["model"]
+        litellm = await _litellm()
+        calls = _ToolCallAccumulator()
+        usage: Any = None
+        finish: FinishReason | None = None
+        model_id: str | None = None
+        response_id: str | None = None
+        try:
+            stream = await litellm.acompletion(**self._call_kwargs(request))
+            async for chunk in stream:
+                model_id = attr(chunk, "model") or model_id
+                response_id = attr(chunk, "id") or response_id
+                usage = attr(chunk, "usage") or usage
+                for choice in attr(chunk, "choices") or []:
+                    delta = attr(choice, "delta")
+                    finish = map_finish_reason(attr(choice, "finish_reason")) or finish
+                    text = attr(delta, "content")
+                    contents: list[Content] = []
+                    if isinstance(text, str) and text:
+                        contents.append(TextContent(text=text))
+                    for piece in attr(delta, "tool_calls") or []:
+                        contents.extend(calls.add(piece))
+                    if contents:
+                        yield ChatResponseUpdate(
+                            role=ChatRole.ASSISTANT,
+                            contents=contents,
+                            model_id=model_id,
+                            response_id=response_id,
+                        )
+        except asyncio.CancelledError:
+            raise
+        except Exception as e:
+            raise self._error(e, model) from e
+        tail: list[Content] = list(calls.finish())
+        mapped = map_usage(usage)
+        if mapped is not None:
+            tail.append(UsageContent(usage=mapped))
+        yield ChatResponseUpdate(
+            role=ChatRole.ASSISTANT,
+            contents=tail,
+            finish_reason=finish,
+            model_id=model_id or model,
+            response_id=response_id,
+        )
+
+
+class _ToolCallAccumulator:
+    """Joins streamed tool-call pieces (keyed by index) into complete calls.
+
+    A call is complete when a piece for a later index arrives or the stream ends; the OpenAI and
+    Anthropic streams (as litellm relays them) send one call's pieces contiguously.
+    """
+
+    def __init__(self) -> None:
+        self._order: list[int] = []
+        self._parts: dict[int, dict[str, Any]] = {}
+        self._emitted: set[int] = set()
+
+    def add(self, piece: Any) -> list[FunctionCallContent]:
+        index = attr(piece, "index")
+        if not isinstance(index, int):
+            index = self._order[-1] if self._order else 0
+        done: list[FunctionCallContent] = []
+        if index not in self._parts:
+            # A new call starts: the previous ones are complete.
+            done = self._complete(before=index)
+            self._order.append(index)
+            self._parts[index] = {"id": None, "name": "", "arguments": ""}
+        part = self._parts[index]
+        function = attr(piece, "function")
+        if attr(piece, "id"):
+            part["id"] = attr(piece, "id")
+        name = attr(function, "name")
+        if name:
+            part["name"] = name
+        arguments = attr(function, "arguments")
+        if isinstance(arguments, str):
+            part["arguments"] += arguments
+        return done
+
+    def _complete(self, before: int | None = None) -> list[FunctionCallContent]:
+        done: list[FunctionCallContent] = []
+        for index in self._order:
+            if index in self._emitted or (before is not None and index >= before):
+                continue
+            part = self._parts[index]
+            self._emitted.add(index)
+            done.append(function_call_from(part["id"], part["name"], part["arguments"]))
+        return done
+
+    def finish(self) -> list[FunctionCallContent]:
+        return self._complete()

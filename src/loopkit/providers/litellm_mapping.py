@@ -1,0 +1,274 @@
+"""Translation between loopkit's types and the OpenAI-format dicts litellm takes and returns.
+
+Nothing here imports litellm: requests are plain dicts, and responses are read by attribute (or
+key) so the functions work on litellm's ``ModelResponse`` objects as well as on plain dicts.
+litellm translates the OpenAI format to each provider's wire format (Anthropic messages included).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from loopkit.abstractions.chat import ChatOptions, FinishReason, ToolMode
+from loopkit.abstractions.content import (
+    ChatMessage,
+    ChatRole,
+    DataContent,
+    FunctionCallContent,
+    FunctionResultContent,
+    TextContent,
+    UsageDetails,
+)
+from loopkit.abstractions.tools import Tool
+
+#: Anthropic's prompt-cache breakpoint marker; litellm copies it onto the Anthropic blocks.
+EPHEMERAL: dict[str, str] = {"type": "ephemeral"}
+
+
+def attr(obj: Any, name: str, default: Any = None) -> Any:
+    """``obj.name`` or ``obj[name]`` (litellm objects support both; dicts only the second)."""
+    if obj is None:
+        return default
+    if isinstance(obj, Mapping):
+        return obj.get(name, default)
+    return getattr(obj, name, default)
+
+
+# --- requests -----------------------------------------------------------------------------------
+
+
+def _user_parts(contents: Sequence[Any]) -> list[dict[str, Any]]:
+    parts: list[dict[str, Any]] = []
+    for c in contents:
+        if isinstance(c, TextContent):
+            if c.text:
+                parts.append({"type": "text", "text": c.text})
+        elif isinstance(c, DataContent):
+            parts.append({"type": "image_url", "image_url": {"url": c.data_uri()}})
+    return parts
+
+
+def _simplify(parts: list[dict[str, Any]]) -> str | list[dict[str, Any]]:
+    """A single text part is sent as a plain string (accepted by every OpenAI-compatible server)."""
+    if len(parts) == 1 and parts[0]["type"] == "text":
+        return str(parts[0]["text"])
+    return parts
+
+
+def to_openai_messages(messages: Sequence[ChatMessage]) -> list[dict[str, Any]]:
+    """loopkit messages → OpenAI chat-completions messages.
+
+    Function results become one ``tool`` message each (whatever the role of the loopkit message
+    that carried them); function calls go into the assistant message's ``tool_calls``.
+    """
+    out: list[dict[str, Any]] = []
+    for index, m in enumerate(messages):
+        if not isinstance(m, ChatMessage):
+            raise TypeError(
+                f"messages[{index}] must be a loopkit ChatMessage, got {type(m).__name__}"
+            )
+        results = [c for c in m.contents if isinstance(c, FunctionResultContent)]
+        calls = [c for c in m.contents if isinstance(c, FunctionCallContent)]
+        parts = _user_parts([c for c in m.contents if isinstance(c, TextContent | DataContent)])
+        if m.role == ChatRole.ASSISTANT:
+            if parts or calls:
+                msg: dict[str, Any] = {"role": "assistant", "content": _simplify(parts) or None}
+                if calls:
+                    msg["tool_calls"] = [
+                        {
+                            "id": c.call_id,
+                            "type": "function",
+                            "function": {"name": c.name, "arguments": json.dumps(c.arguments)},
+                        }
+                        for c in calls
+                    ]
+                out.append(msg)
+        elif m.role in (ChatRole.SYSTEM, ChatRole.USER) and parts:
+            out.append({"role": m.role.value, "content": _simplify(parts)})
+        elif m.role == ChatRole.TOOL and parts and not results:
+            # Text in a tool message without a call id has nowhere to go but a user turn.
+            out.append({"role": "user", "content": _simplify(parts)})
+        for r in results:
+            out.append({"role": "tool", "tool_call_id": r.call_id, "content": r.result})
+    return out
+
+
+def to_openai_tools(tools: Sequence[Tool]) -> list[dict[str, Any]]:
+    """Tools → OpenAI function-tool declarations."""
+    declared: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    for t in tools:
+        if t.name in seen:
+            raise ValueError(f"ChatOptions.tools has two tools named {t.name!r}; names must differ")
+        seen.add(t.name)
+        declared.append(
+            {
+                "type": "function",
+                "function": {
+                    "name": t.name,
+                    "description": t.description,
+                    "parameters": t.parameters or {"type": "object", "properties": {}},
+                },
+            }
+        )
+    return declared
+
+
+def to_tool_choice(mode: ToolMode, tool_names: Sequence[str]) -> str | dict[str, Any]:
+    """ToolMode → OpenAI ``tool_choice`` (litellm maps it to Anthropic's ``tool_choice``)."""
+    if mode.kind == "auto":
+        return "auto"
+    if mode.kind == "none":
+        return "none"
+    if mode.kind == "required":
+        if mode.function_name is None:
+            return "required"
+        if mode.function_name not in tool_names:
+            raise ValueError(
+                f"ToolMode.required({mode.function_name!r}) names a tool that is not in "
+                f"ChatOptions.tools ({', '.join(tool_names) or 'no tools'})"
+            )
+        return {"type": "function", "function": {"name": mode.function_name}}
+    raise ValueError(f"ToolMode.kind must be 'auto', 'none' or 'required', got {mode.kind!r}")
+
+
+def options_to_kwargs(options: ChatOptions | None) -> dict[str, Any]:
+    """ChatOptions → litellm ``completion`` keyword arguments. Unset sampling parameters are left
+    out entirely, because some models reject e.g. ``temperature`` outright."""
+    if options is None:
+        return {}
+    kwargs: dict[str, Any] = {}
+    if options.tools:
+        kwargs["tools"] = to_openai_tools(options.tools)
+    if options.tool_mode is not None:
+        names = [t.name for t in options.tools]
+        if options.tools:
+            kwargs["tool_choice"] = to_tool_choice(options.tool_mode, names)
+        elif options.tool_mode.kind == "required":
+            raise ValueError("ToolMode.required needs at least one tool in ChatOptions.tools")
+        # With no tools, "auto"/"none" mean the same as leaving tool_choice out, and OpenAI
+        # rejects a tool_choice without tools.
+    if options.allow_multiple_tool_calls is not None and options.tools:
+        kwargs["parallel_tool_calls"] = options.allow_multiple_tool_calls
+    optional = {
+        "max_tokens": options.max_output_tokens,
+        "temperature": options.temperature,
+        "top_p": options.top_p,
+        "top_k": options.top_k,
+        "stop": list(options.stop_sequences) if options.stop_sequences else None,
+        "seed": options.seed,
+    }
+    kwargs.update({k: v for k, v in optional.items() if v is not None})
+    kwargs.update(options.additional_properties)
+    return kwargs
+
+
+def add_cache_breakpoints(
+    messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None
+) -> None:
+    """Mark Anthropic prompt-cache breakpoints in place: the last system message, the last tool,
+    and the latest turn (the last message).
+
+    Anthropic caches the prefix up to each breakpoint: system prompt + tools change rarely, and the
+    latest-turn breakpoint lets the next round of a tool loop read everything before it from the
+    cache. Three breakpoints stay under Anthropic's limit of four. litellm copies ``cache_control``
+    from OpenAI-format content blocks, tools and tool messages onto the Anthropic request.
+    """
+    if tools:
+        tools[-1]["cache_control"] = dict(EPHEMERAL)
+    system = [m for m in messages if m.get("role") == "system"]
+    if system:
+        _mark_message(system[-1])
+    if messages and messages[-1].get("role") != "system":
+        _mark_message(messages[-1])
+
+
+def _mark_message(message: dict[str, Any]) -> None:
+    if message.get("role") == "tool":
+        # litellm puts a tool message's cache_control on the Anthropic tool_result block.
+        message["cache_control"] = dict(EPHEMERAL)
+        return
+    content = message.get("content")
+    if isinstance(content, str) and content:
+        message["content"] = [{"type": "text", "text": content, "cache_control": dict(EPHEMERAL)}]
+    elif isinstance(content, list) and content:
+        content[-1] = {**content[-1], "cache_control": dict(EPHEMERAL)}
+
+
+# --- responses ----------------------------------------------------------------------------------
+
+_FINISH: dict[str, FinishReason] = {
+    "stop": "stop",
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "length": "length",
+    "max_tokens": "length",
+    "tool_calls": "tool_calls",
+    "function_call": "tool_calls",
+    "tool_use": "tool_calls",
+    "content_filter": "content_filter",
+}
+
+
+def map_finish_reason(reason: Any) -> FinishReason | None:
+    return _FINISH.get(reason) if isinstance(reason, str) else None
+
+
+def parse_arguments(name: str, raw: Any) -> tuple[dict[str, Any], str | None]:
+    """Tool-call arguments as sent by the model → (arguments, error message or None)."""
+    if isinstance(raw, Mapping):
+        return dict(raw), None
+    if raw is None or (isinstance(raw, str) and not raw.strip()):
+        return {}, None  # a call without arguments
+    try:
+        value = json.loads(raw)
+    except (TypeError, ValueError) as e:
+        shown = raw if len(str(raw)) <= 200 else f"{str(raw)[:200]}..."
+        return {}, (
+            f"The arguments for tool {name!r} were not valid JSON ({e}); "
+            f"received: {shown}. Send a JSON object."
+        )
+    if not isinstance(value, dict):
+        return {}, (
+            f"The arguments for tool {name!r} must be a JSON object, "
+            f"got {type(value).__name__}: {str(raw)[:200]}"
+        )
+    return value, None
+
+
+def function_call_from(call_id: Any, name: Any, raw_arguments: Any) -> FunctionCallContent:
+    arguments, error = parse_arguments(str(name), raw_arguments)
+    return FunctionCallContent(
+        call_id=str(call_id or ""), name=str(name or ""), arguments=arguments, arguments_error=error
+    )
+
+
+def _int(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def map_usage(usage: Any) -> UsageDetails | None:
+    """litellm ``Usage`` → :class:`UsageDetails`.
+
+    ``input_tokens`` is litellm's ``prompt_tokens``: all input tokens, cache reads and writes
+    included (litellm adds Anthropic's ``cache_read_input_tokens`` and
+    ``cache_creation_input_tokens`` to ``input_tokens``, as OpenAI counts cached tokens in
+    ``prompt_tokens``). ``cached_input_tokens`` and ``cache_creation_input_tokens`` are parts of it.
+    """
+    if usage is None:
+        return None
+    details = attr(usage, "prompt_tokens_details")
+    cached = _int(attr(details, "cached_tokens")) or _int(attr(usage, "cache_read_input_tokens"))
+    creation = (
+        _int(attr(usage, "cache_creation_input_tokens"))
+        or _int(attr(details, "cache_creation_tokens"))
+        or _int(attr(details, "cache_write_tokens"))
+    )
+    return UsageDetails(
+        input_tokens=_int(attr(usage, "prompt_tokens")),
+        output_tokens=_int(attr(usage, "completion_tokens")),
+        cached_input_tokens=cached,
+        cache_creation_input_tokens=creation,
+    )

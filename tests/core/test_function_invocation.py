@@ -1,0 +1,297 @@
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from loopkit import (
+    ChatClientBuilder,
+    ChatRole,
+    FunctionCallContent,
+    FunctionInvocationOptions,
+    FunctionInvokingChatClient,
+    FunctionResultContent,
+    ToolError,
+    tool,
+)
+from loopkit.middleware.function_invocation import ToolInvocation, cut_result, tool_result_to_text
+
+from .helpers import call, opts, script, user
+
+
+@tool
+def add(a: int, b: int) -> int:
+    """Add."""
+    return a + b
+
+
+@tool
+def boom() -> str:
+    """Always fails."""
+    raise RuntimeError("disk on fire")
+
+
+@tool
+def refuse() -> str:
+    """Fails with a message for the model."""
+    raise ToolError("path outside the allowed folders")
+
+
+def loop(model, **kw) -> FunctionInvokingChatClient:
+    return FunctionInvokingChatClient(model, FunctionInvocationOptions(**kw))
+
+
+def pairs_complete(messages) -> bool:
+    calls = [c.call_id for m in messages for c in m.contents if isinstance(c, FunctionCallContent)]
+    results = [
+        c.call_id for m in messages for c in m.contents if isinstance(c, FunctionResultContent)
+    ]
+    return calls == results
+
+
+async def test_two_rounds_then_text() -> None:
+    model = script(
+        {"calls": [call("add", {"equals": "3"}, a=1, b=2), call("add", {"equals": "7"}, a=3, b=4)]},
+        {"text": "3 and 7"},
+    )
+    response = await loop(model).get_response(user(), opts(add))
+    assert response.text == "3 and 7"
+    assert [m.role for m in response.messages] == [ChatRole.ASSISTANT, ChatRole.TOOL, ChatRole.ASSISTANT]
+    assert [r.result for r in response.messages[1].function_results] == ["3", "7"]
+    assert response.additional_properties["rounds"] == 2
+    assert response.usage is not None and response.usage.input_tokens > 0
+    assert pairs_complete(response.messages)
+
+
+async def test_max_rounds_then_one_final_request_without_tools() -> None:
+    model = script(
+        {"calls": [call("add", a=1, b=1)]},
+        {"calls": [call("add", a=2, b=2)]},
+        {"text": "RESULT: failed: out of rounds", "expect_no_tools": True},
+    )
+    seen_tool_counts: list[int] = []
+    inner_get = model.get_response
+
+    async def spy(messages, options=None):
+        seen_tool_counts.append(len(options.tools) if options else -1)
+        return await inner_get(messages, options)
+
+    model.get_response = spy  # type: ignore[method-assign]
+    response = await loop(model, max_rounds=2).get_response(user(), opts(add))
+    assert seen_tool_counts == [1, 1, 0]
+    assert response.additional_properties["max_rounds_reached"] is True
+    assert response.text == "RESULT: failed: out of rounds"
+    assert pairs_complete(response.messages)
+
+
+async def test_final_request_calls_are_dropped_to_keep_pairs_complete() -> None:
+    model = script({"calls": [call("add", a=1, b=1)]}, {"text": "x", "calls": [call("add", a=1, b=1)]},
+                   strict=False)
+    response = await loop(model, max_rounds=1).get_response(user(), opts(add))
+    assert pairs_complete(response.messages)
+    assert response.text == "x"
+
+
+async def test_final_request_can_be_switched_off() -> None:
+    model = script({"calls": [call("add", a=1, b=1)]}, {"text": "never asked"})
+    response = await loop(model, max_rounds=1, final_request_without_tools=False).get_response(
+        user(), opts(add)
+    )
+    assert model.position == 1
+    assert response.additional_properties["max_rounds_reached"] is True
+
+
+async def test_three_failing_rounds_are_tolerated_the_fourth_propagates() -> None:
+    turns = [{"calls": [call("boom")]} for _ in range(4)] + [{"text": "never"}]
+    model = script(*turns)
+    with pytest.raises(RuntimeError, match="disk on fire"):
+        await loop(model, max_consecutive_errors=3).get_response(user(), opts(boom))
+    assert model.position == 4
+
+
+async def test_a_success_resets_the_consecutive_error_count() -> None:
+    turns = [
+        {"calls": [call("boom")]},
+        {"calls": [call("boom")]},
+        {"calls": [call("add", a=1, b=1)]},
+        {"calls": [call("boom")]},
+        {"calls": [call("boom")]},
+        {"text": "survived"},
+    ]
+    response = await loop(script(*turns), max_consecutive_errors=2).get_response(
+        user(), opts(boom, add)
+    )
+    assert response.text == "survived"
+
+
+async def test_zero_consecutive_errors_propagates_the_first() -> None:
+    with pytest.raises(RuntimeError):
+        await loop(script({"calls": [call("boom")]}), max_consecutive_errors=0).get_response(
+            user(), opts(boom)
+        )
+
+
+@pytest.mark.parametrize(
+    ("detailed", "expected"),
+    [
+        (False, "Error: the function failed."),
+        (True, "Error: the function failed. RuntimeError: disk on fire"),
+    ],
+)
+async def test_detailed_errors_on_and_off(detailed: bool, expected: str) -> None:
+    model = script({"calls": [call("boom", {"equals": expected, "error": True})]}, {"text": "ok"})
+    await loop(model, include_detailed_errors=detailed).get_response(user(), opts(boom))
+
+
+async def test_tool_error_message_always_reaches_the_model() -> None:
+    model = script(
+        {"calls": [call("refuse", {"equals": "Error: path outside the allowed folders"})]},
+        {"text": "ok"},
+    )
+    await loop(model, include_detailed_errors=False).get_response(user(), opts(refuse))
+
+
+async def test_validation_failure_goes_back_as_a_readable_error() -> None:
+    model = script(
+        {"calls": [call("add", {"contains": ["invalid arguments for add", "b: Field required"],
+                                "error": True}, a=1)]},
+        {"text": "ok"},
+    )
+    assert (await loop(model).get_response(user(), opts(add))).text == "ok"
+
+
+async def test_invalid_json_arguments_are_reported_to_the_model() -> None:
+    from loopkit import ChatMessage, ChatResponse, FunctionChatClient
+
+    replies = iter(
+        [
+            ChatResponse(messages=[ChatMessage(role=ChatRole.ASSISTANT, contents=[
+                FunctionCallContent(call_id="c1", name="add", arguments={},
+                                    arguments_error="arguments are not valid JSON: '{a: 1'")])]),
+            "done",
+        ]
+    )
+    seen: list[str] = []
+
+    def reply(messages, options):
+        for m in messages:
+            seen.extend(r.result for r in m.function_results)
+        return next(replies)
+
+    response = await loop(FunctionChatClient(reply)).get_response(user(), opts(add))
+    assert response.text == "done"
+    assert seen == ["Error: arguments are not valid JSON: '{a: 1'"]
+
+
+async def test_unknown_tool_is_answered_by_default() -> None:
+    model = script(
+        {"calls": [call("nope", {"equals": 'Error: there is no tool named "nope". Available tools: add.',
+                                 "error": True})]},
+        {"text": "fine"},
+        strict=True,
+    )
+    model.strict = True
+    response = await loop(model).get_response(user(), opts(add))
+    assert response.text == "fine"
+
+
+async def test_unknown_tool_terminates_when_asked() -> None:
+    model = script({"calls": [call("nope")]}, {"text": "never"}, strict=False)
+    response = await loop(model, terminate_on_unknown_calls=True).get_response(user(), opts(add))
+    assert model.position == 1
+    assert response.additional_properties["unknown_tools"] == ["nope"]
+    assert response.function_calls[0].name == "nope"
+
+
+async def test_parallel_invocation_runs_one_rounds_calls_concurrently() -> None:
+    running = 0
+    peak = 0
+
+    @tool
+    async def slow(n: int) -> int:
+        """Sleep a bit."""
+        nonlocal running, peak
+        running += 1
+        peak = max(peak, running)
+        await asyncio.sleep(0.05)
+        running -= 1
+        return n
+
+    turns = [{"calls": [call("slow", {"equals": str(i)}, n=i) for i in range(3)]}, {"text": "ok"}]
+    await loop(script(*turns), allow_concurrent_invocation=True).get_response(user(), opts(slow))
+    assert peak == 3
+    peak = 0
+    await loop(script(*turns), allow_concurrent_invocation=False).get_response(user(), opts(slow))
+    assert peak == 1
+
+
+async def test_results_are_plain_text_and_cut_with_a_note() -> None:
+    @tool
+    def big() -> str:
+        """Lots of text."""
+        return "x" * 5000
+
+    @tool
+    def data() -> dict:
+        """A dict."""
+        return {"a": "ü", "b": [1, 2]}
+
+    model = script(
+        {"calls": [call("big", {"contains": ["[cut: the result has 5000 characters, only the first 4000"]}),
+                   call("data", {"equals": '{"a":"ü","b":[1,2]}'})]},
+        {"text": "ok"},
+    )
+    await loop(model).get_response(user(), opts(big, data))
+    assert len(cut_result("y" * 4001, 4000).split("\n")[0]) == 4000
+    assert tool_result_to_text(None) == ""
+    assert tool_result_to_text(b"\x00\x01") == "(binary result, 2 bytes, not shown)"
+
+
+async def test_listeners_below_the_loop_see_each_invocation() -> None:
+    from loopkit import DelegatingChatClient
+
+    class Spy(DelegatingChatClient):
+        def __init__(self, inner):
+            super().__init__(inner)
+            self.seen: list[ToolInvocation] = []
+
+        def on_tool_invoked(self, invocation: ToolInvocation) -> None:
+            self.seen.append(invocation)
+
+    spies: list[Spy] = []
+
+    def make(inner):
+        spies.append(Spy(inner))
+        return spies[-1]
+
+    client = (
+        ChatClientBuilder(script({"calls": [call("add", a=2, b=2)]}, {"text": "ok"}))
+        .use_function_invocation()
+        .use(make)
+        .build()
+    )
+    await client.get_response(user(), opts(add))
+    [inv] = spies[0].seen
+    assert (inv.call.name, inv.result, inv.error, inv.round) == ("add", "4", False, 1)
+    assert inv.ms >= 0
+
+
+async def test_no_tools_means_calls_are_returned_unanswered() -> None:
+    model = script({"calls": [call("add", a=1, b=1)]}, strict=False)
+    response = await loop(model).get_response(user(), None)
+    assert response.function_calls[0].name == "add"
+
+
+async def test_streaming_loop_yields_tool_results_and_final_text() -> None:
+    model = script({"calls": [call("add", {"equals": "5"}, a=2, b=3)]}, {"text": "five"})
+    updates = [u async for u in loop(model).get_streaming_response(user(), opts(add))]
+    tool_updates = [u for u in updates if u.role == ChatRole.TOOL]
+    assert tool_updates[0].contents[0].result == "5"  # type: ignore[union-attr]
+    assert "".join(u.text for u in updates) == "five"
+
+
+def test_options_are_validated() -> None:
+    with pytest.raises(ValueError, match="max_rounds must be >= 1"):
+        FunctionInvocationOptions(max_rounds=0)
+    with pytest.raises(ValueError, match="max_consecutive_errors"):
+        FunctionInvocationOptions(max_consecutive_errors=-1)

@@ -1,0 +1,115 @@
+from __future__ import annotations
+
+import threading
+from typing import Annotated, Literal
+
+import pytest
+from pydantic import Field
+
+from loopkit import FunctionTool, Tool, ToolArgumentsError, tool
+from loopkit.abstractions.tools import parse_docstring
+
+
+@tool
+def search(
+    query: Annotated[str, "what to look for"],
+    limit: int = 10,
+    mode: Literal["exact", "fuzzy"] = "exact",
+) -> list[str]:
+    """Search the notes.
+
+    Args:
+        query: ignored here; Annotated wins.
+        limit: how many hits
+            at most.
+    """
+    return [query] * min(limit, 2)
+
+
+def test_schema_from_signature_annotated_and_docstring() -> None:
+    assert isinstance(search, Tool)
+    assert search.name == "search"
+    assert search.description == "Search the notes."
+    props = search.parameters["properties"]
+    assert props["query"] == {"type": "string", "description": "what to look for"}
+    assert props["limit"]["type"] == "integer"
+    assert props["limit"]["default"] == 10
+    assert props["limit"]["description"] == "how many hits at most."
+    assert props["mode"]["enum"] == ["exact", "fuzzy"]
+    assert search.parameters["required"] == ["query"]
+    assert search.parameters["additionalProperties"] is False
+    assert "title" not in search.parameters
+
+
+async def test_arguments_are_validated_and_converted() -> None:
+    assert await search.invoke({"query": "x", "limit": "1"}) == ["x"]
+
+
+@pytest.mark.parametrize(
+    ("arguments", "fragment"),
+    [
+        ({}, "query: Field required"),
+        ({"query": "x", "limit": "many"}, "limit: Input should be a valid integer"),
+        ({"query": "x", "mode": "loose"}, "mode: Input should be 'exact' or 'fuzzy'"),
+        ({"query": "x", "colour": 1}, "colour: Extra inputs are not permitted"),
+    ],
+)
+async def test_invalid_arguments_give_a_readable_error(arguments: dict, fragment: str) -> None:
+    with pytest.raises(ToolArgumentsError) as e:
+        await search.invoke(arguments)
+    assert fragment in str(e.value)
+    assert "invalid arguments for search" in str(e.value)
+    assert "Expected: query (string), limit (integer), mode (string)" in str(e.value)
+
+
+async def test_sync_functions_run_off_the_event_loop() -> None:
+    seen: list[str] = []
+
+    @tool
+    def where() -> str:
+        seen.append(threading.current_thread().name)
+        return "ok"
+
+    assert await where.invoke({}) == "ok"
+    assert seen[0] != threading.main_thread().name
+
+
+async def test_async_functions_are_awaited() -> None:
+    @tool(name="twice", description="Double it.")
+    async def double(x: Annotated[int, Field(ge=0, description="a count")]) -> int:
+        return 2 * x
+
+    assert double.name == "twice"
+    assert double.description == "Double it."
+    assert double.parameters["properties"]["x"]["minimum"] == 0
+    assert double.parameters["properties"]["x"]["description"] == "a count"
+    assert await double.invoke({"x": 4}) == 8
+    with pytest.raises(ToolArgumentsError, match="greater than or equal to 0"):
+        await double.invoke({"x": -1})
+
+
+def test_var_args_are_refused_with_a_reason() -> None:
+    def f(*items: int) -> int:
+        return 0
+
+    with pytest.raises(TypeError, match="tools need named parameters"):
+        FunctionTool.from_function(f)
+
+
+def test_decorated_function_stays_callable() -> None:
+    assert search("q", limit=1) == ["q"]
+
+
+def test_parse_docstring_rest_style() -> None:
+    summary, params = parse_docstring(
+        """Do a thing.
+
+        More words.
+
+        :param str path: the file
+        :param depth: how deep
+        :returns: nothing
+        """
+    )
+    assert summary == "Do a thing.\n\nMore words."
+    assert params == {"path": "the file", "depth": "how deep"}
