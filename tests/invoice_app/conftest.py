@@ -42,3 +42,37 @@ def window(qapp: object, log_path: Path) -> Iterator[object]:
     yield win
     win.close()
     win.deleteLater()
+
+
+@pytest.fixture(autouse=True)
+def modal_dialog_watchdog(qapp: object) -> Iterator[None]:
+    """Close a modal dialog nobody answers (after ~2 s of event-loop ticks) and fail the test.
+
+    A dialog's exec() blocks the test forever otherwise, e.g. after a card adds a delete
+    confirmation; tests that expect a dialog answer it within a few milliseconds.
+    """
+    from PySide6.QtCore import QTimer
+    from PySide6.QtWidgets import QApplication, QDialog
+
+    closed: list[str] = []
+    ticks: dict[int, int] = {}
+
+    def check() -> None:
+        widget = QApplication.activeModalWidget()
+        if widget is None:
+            return
+        ticks[id(widget)] = ticks.get(id(widget), 0) + 1
+        if ticks[id(widget)] >= 20:
+            text = getattr(widget, "text", lambda: "")()
+            closed.append(f"{widget.windowTitle()!r}: {text!r}")
+            if isinstance(widget, QDialog):
+                widget.reject()
+            else:
+                widget.close()
+
+    timer = QTimer()
+    timer.timeout.connect(check)
+    timer.start(100)
+    yield
+    timer.stop()
+    assert not closed, f"unanswered modal dialog(s) closed by the watchdog: {closed}"
