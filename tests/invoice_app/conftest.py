@@ -3,7 +3,6 @@ QApplication for the session, and a fresh window logging to a temp file per test
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,8 +12,6 @@ import pytest
 EXAMPLES_DIR = Path(__file__).resolve().parents[2] / "examples"
 APP_DIR = EXAMPLES_DIR / "invoice_app"
 
-# Widget tests need no display; must be set before the QApplication exists.
-os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 if str(EXAMPLES_DIR) not in sys.path:
     sys.path.insert(0, str(EXAMPLES_DIR))
 
@@ -24,7 +21,9 @@ def qapp() -> object:
     from PySide6.QtWidgets import QApplication
 
     app = QApplication.instance()
-    return app if app is not None else QApplication([])
+    # Offscreen: no display needed. Passed as an argument, not through os.environ, so
+    # processes that other tests start (the app under Xvfb) do not inherit it.
+    return app if app is not None else QApplication(["invoice-tests", "-platform", "offscreen"])
 
 
 @pytest.fixture
