@@ -320,6 +320,6 @@ class WorkspaceGuard:
                         st = os.stat(self.check_read(rel))
                     except (ToolError, OSError):
                         continue  # a symlink pointing out, a dangling link: not listed
-                    if stat.S_ISREG(st.st_mode):
+                    if stat.S_ISREG(st.st_mode) and st.st_nlink == 1:  # as read_text demands
                         found.add(rel)
         return sorted(found)
