@@ -123,12 +123,14 @@ def _command_problem(target: _StdioTarget) -> str | None:
         return "the command is empty"
     if os.sep in command or (os.altsep and os.altsep in command):
         path = Path(command)
+        where = ""
         if target.cwd and not path.is_absolute():
             path = Path(target.cwd) / path
+            where = f" (in {target.cwd})"
         if not path.exists():
-            return f"{str(path)!r} does not exist"
+            return f"{command!r} does not exist{where}"
         if path.is_dir() or not os.access(path, os.X_OK):
-            return f"{str(path)!r} is not an executable file"
+            return f"{command!r} is not an executable file{where}"
         return None
     search_path = (target.env or {}).get("PATH") or os.environ.get("PATH")
     if shutil.which(command, path=search_path) is None:

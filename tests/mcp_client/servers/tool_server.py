@@ -67,6 +67,12 @@ def pid() -> int:
 
 
 @server.tool()
+def getenv(name: str) -> str:
+    """The value of an environment variable in the server process, or '(unset)'."""
+    return os.environ.get(name, "(unset)")
+
+
+@server.tool()
 def two_blocks() -> CallToolResult:
     """Two text blocks and an image block."""
     return CallToolResult(
@@ -90,6 +96,7 @@ def _serve_http() -> None:
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
+    sock.listen(64)  # connections wait in the backlog until uvicorn accepts: no startup race
     print(f"PORT {sock.getsockname()[1]}", flush=True)
     config = uvicorn.Config(server.streamable_http_app(), log_level="warning", lifespan="on")
     uvicorn.Server(config).run(sockets=[sock])
