@@ -100,9 +100,7 @@ class ChatClientBuilder:
         opts = options or FunctionInvocationOptions(**kwargs)
         return self.use(lambda inner: FunctionInvokingChatClient(inner, opts))
 
-    def use_run_log(
-        self, target: str | Path | TextIO | RunLog, **kwargs: Any
-    ) -> ChatClientBuilder:
+    def use_run_log(self, target: str | Path | TextIO | RunLog, **kwargs: Any) -> ChatClientBuilder:
         """Add the JSON-lines run log (a path, an open text stream or a :class:`RunLog`)."""
         from loopkit.middleware.run_log import RunLog, RunLogChatClient
 

@@ -17,20 +17,20 @@ from __future__ import annotations
 import os
 import re
 import tempfile
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
 import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
-from loopkit.errors import CardError
+from loopkit.errors import CardError, describe_validation_error
 
 _FRONT_MATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)", re.DOTALL)
-_STATE_LINE = re.compile(r"^(state[ \t]*:[ \t]*)(.*?)([ \t]*)$", re.MULTILINE)
+_STATE_LINE = re.compile(r"^(state[ \t]*:[ \t]*)([^\r\n]*?)([ \t]*\r?)$", re.MULTILINE)
 
 
-class CardState(str, Enum):
+class CardState(StrEnum):
     NEW = "New"
     IN_WORK = "In Work"
     DONE = "Done"
@@ -71,8 +71,11 @@ class Card(BaseModel):
     @property
     def acceptance_criteria(self) -> list[str]:
         """The bullet points under an "Acceptance criteria" heading (may be empty)."""
-        m = re.search(r"acceptance criteria\**:?\**\s*\n(.*?)(?:\n\s*\n(?![ \t]*[-*] )|\Z)",
-                      self.body, re.IGNORECASE | re.DOTALL)
+        m = re.search(
+            r"acceptance criteria\**:?\**\s*\n(.*?)(?:\n\s*\n(?![ \t]*[-*] )|\Z)",
+            self.body,
+            re.IGNORECASE | re.DOTALL,
+        )
         if not m:
             return []
         items: list[str] = []
@@ -101,12 +104,10 @@ class Card(BaseModel):
         try:
             fm = CardFrontMatter.model_validate(data)
         except ValidationError as e:
-            problems = "; ".join(
-                f"{'.'.join(str(x) for x in err['loc'])}: {err['msg']}" for err in e.errors()
-            )
+            problems = describe_validation_error(e)
             states = ", ".join(s.value for s in CardState)
             raise CardError(f"{where}: {problems} (states are: {states})") from None
-        return cls(path=path, front_matter=fm, body=text[m.end():], text=text)
+        return cls(path=path, front_matter=fm, body=text[m.end() :], text=text)
 
     @classmethod
     def load(cls, path: str | Path) -> Card:
@@ -126,8 +127,9 @@ class Card(BaseModel):
         assert m is not None  # parse() guarantees front matter
         fm_text = m.group(1)
         if _STATE_LINE.search(fm_text):
-            new_fm = _STATE_LINE.sub(lambda s: f"{s.group(1)}{state.value}{s.group(3)}", fm_text,
-                                     count=1)
+            new_fm = _STATE_LINE.sub(
+                lambda s: f"{s.group(1)}{state.value}{s.group(3)}", fm_text, count=1
+            )
         else:
             new_fm = fm_text + f"\nstate: {state.value}"
         start, end = m.span(1)

@@ -58,3 +58,15 @@ class MCPServerError(LoopkitError):
 
 class CardError(LoopkitError):
     """A card file could not be read or does not have the expected shape."""
+
+
+def describe_validation_error(error: Exception) -> str:
+    """A pydantic ``ValidationError`` as one line: ``where: what; where: what``."""
+    errors = getattr(error, "errors", None)
+    if errors is None:
+        return str(error)
+    parts = []
+    for err in errors():
+        where = ".".join(str(p) for p in err["loc"]) or "(top level)"
+        parts.append(f"{where}: {err['msg']}")
+    return "; ".join(parts)

@@ -22,7 +22,9 @@ class RunResult(BaseModel):
 
     def line(self) -> str:
         """The RESULT line this result stands for."""
-        return "RESULT: done" if self.done else f"RESULT: failed: {self.reason or 'no reason given'}"
+        return (
+            "RESULT: done" if self.done else f"RESULT: failed: {self.reason or 'no reason given'}"
+        )
 
 
 def parse_result(text: str) -> RunResult:

@@ -56,7 +56,11 @@ async def test_two_rounds_then_text() -> None:
     )
     response = await loop(model).get_response(user(), opts(add))
     assert response.text == "3 and 7"
-    assert [m.role for m in response.messages] == [ChatRole.ASSISTANT, ChatRole.TOOL, ChatRole.ASSISTANT]
+    assert [m.role for m in response.messages] == [
+        ChatRole.ASSISTANT,
+        ChatRole.TOOL,
+        ChatRole.ASSISTANT,
+    ]
     assert [r.result for r in response.messages[1].function_results] == ["3", "7"]
     assert response.additional_properties["rounds"] == 2
     assert response.usage is not None and response.usage.input_tokens > 0
@@ -85,8 +89,11 @@ async def test_max_rounds_then_one_final_request_without_tools() -> None:
 
 
 async def test_final_request_calls_are_dropped_to_keep_pairs_complete() -> None:
-    model = script({"calls": [call("add", a=1, b=1)]}, {"text": "x", "calls": [call("add", a=1, b=1)]},
-                   strict=False)
+    model = script(
+        {"calls": [call("add", a=1, b=1)]},
+        {"text": "x", "calls": [call("add", a=1, b=1)]},
+        strict=False,
+    )
     response = await loop(model, max_rounds=1).get_response(user(), opts(add))
     assert pairs_complete(response.messages)
     assert response.text == "x"
@@ -153,8 +160,15 @@ async def test_tool_error_message_always_reaches_the_model() -> None:
 
 async def test_validation_failure_goes_back_as_a_readable_error() -> None:
     model = script(
-        {"calls": [call("add", {"contains": ["invalid arguments for add", "b: Field required"],
-                                "error": True}, a=1)]},
+        {
+            "calls": [
+                call(
+                    "add",
+                    {"contains": ["invalid arguments for add", "b: Field required"], "error": True},
+                    a=1,
+                )
+            ]
+        },
         {"text": "ok"},
     )
     assert (await loop(model).get_response(user(), opts(add))).text == "ok"
@@ -165,9 +179,21 @@ async def test_invalid_json_arguments_are_reported_to_the_model() -> None:
 
     replies = iter(
         [
-            ChatResponse(messages=[ChatMessage(role=ChatRole.ASSISTANT, contents=[
-                FunctionCallContent(call_id="c1", name="add", arguments={},
-                                    arguments_error="arguments are not valid JSON: '{a: 1'")])]),
+            ChatResponse(
+                messages=[
+                    ChatMessage(
+                        role=ChatRole.ASSISTANT,
+                        contents=[
+                            FunctionCallContent(
+                                call_id="c1",
+                                name="add",
+                                arguments={},
+                                arguments_error="arguments are not valid JSON: '{a: 1'",
+                            )
+                        ],
+                    )
+                ]
+            ),
             "done",
         ]
     )
@@ -185,8 +211,17 @@ async def test_invalid_json_arguments_are_reported_to_the_model() -> None:
 
 async def test_unknown_tool_is_answered_by_default() -> None:
     model = script(
-        {"calls": [call("nope", {"equals": 'Error: there is no tool named "nope". Available tools: add.',
-                                 "error": True})]},
+        {
+            "calls": [
+                call(
+                    "nope",
+                    {
+                        "equals": 'Error: there is no tool named "nope". Available tools: add.',
+                        "error": True,
+                    },
+                )
+            ]
+        },
         {"text": "fine"},
         strict=True,
     )
@@ -237,8 +272,15 @@ async def test_results_are_plain_text_and_cut_with_a_note() -> None:
         return {"a": "ü", "b": [1, 2]}
 
     model = script(
-        {"calls": [call("big", {"contains": ["[cut: the result has 5000 characters, only the first 4000"]}),
-                   call("data", {"equals": '{"a":"ü","b":[1,2]}'})]},
+        {
+            "calls": [
+                call(
+                    "big",
+                    {"contains": ["[cut: the result has 5000 characters, only the first 4000"]},
+                ),
+                call("data", {"equals": '{"a":"ü","b":[1,2]}'}),
+            ]
+        },
         {"text": "ok"},
     )
     await loop(model).get_response(user(), opts(big, data))

@@ -7,13 +7,13 @@ serialises to JSON and back without losing what kind of item each part was.
 from __future__ import annotations
 
 import base64
-from enum import Enum
+from enum import StrEnum
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 
-class ChatRole(str, Enum):
+class ChatRole(StrEnum):
     """Who wrote a message."""
 
     SYSTEM = "system"

@@ -1,4 +1,4 @@
-"""Tools: the ``Tool`` protocol users implement, and ``FunctionTool`` / ``@tool`` for plain functions."""
+"""Tools: the ``Tool`` protocol, and ``FunctionTool`` / ``@tool`` for plain functions."""
 
 from __future__ import annotations
 
@@ -92,9 +92,7 @@ def _clean_schema(schema: dict[str, Any]) -> dict[str, Any]:
     def walk(node: Any) -> Any:
         if isinstance(node, dict):
             return {
-                k: walk(v)
-                for k, v in node.items()
-                if not (k == "title" and isinstance(v, str))
+                k: walk(v) for k, v in node.items() if not (k == "title" and isinstance(v, str))
             }
         if isinstance(node, list):
             return [walk(v) for v in node]
@@ -108,11 +106,11 @@ def _clean_schema(schema: dict[str, Any]) -> dict[str, Any]:
 class FunctionTool:
     """A Python function (sync or async) as a :class:`Tool`.
 
-    The JSON schema comes from the signature: types, defaults, ``Annotated[..., "description"]`` or
-    ``Annotated[..., Field(description=...)]``, and the docstring (its first part describes the tool,
-    its ``Args:`` section the parameters). Arguments are validated by pydantic before the call; a
-    failure raises :class:`ToolArgumentsError` whose message tells the model what was wrong. Sync
-    functions run in a worker thread so they never block the event loop.
+    The JSON schema comes from the signature: types, defaults, ``Annotated[..., "description"]``
+    or ``Annotated[..., Field(description=...)]``, and the docstring (its first part describes the
+    tool, its ``Args:`` section the parameters). Arguments are validated by pydantic before the
+    call; a failure raises :class:`ToolArgumentsError` whose message tells the model what was
+    wrong. Sync functions run in a worker thread so they never block the event loop.
     """
 
     __slots__ = ("_fn", "_is_async", "_model", "_schema", "description", "name", "run_in_thread")
@@ -174,7 +172,7 @@ class FunctionTool:
                 info = Field(default=default)
             fields[pname] = (annotation, info)
         model_name = "".join(p.capitalize() for p in self.name.split("_")) + "Arguments"
-        model: type[BaseModel] = create_model(  # type: ignore[call-overload]
+        model: type[BaseModel] = create_model(
             model_name, __config__=ConfigDict(extra="forbid"), **fields
         )
         return model
@@ -192,7 +190,8 @@ class FunctionTool:
                 f"{k} ({v.get('type', 'any')})" for k, v in self._schema["properties"].items()
             )
             raise ToolArgumentsError(
-                f"invalid arguments for {self.name}: " + "; ".join(problems)
+                f"invalid arguments for {self.name}: "
+                + "; ".join(problems)
                 + f". Expected: {expected or 'no arguments'}."
             ) from None
         return {k: getattr(parsed, k) for k in type(parsed).model_fields}

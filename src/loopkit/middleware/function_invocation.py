@@ -230,7 +230,7 @@ class FunctionInvokingChatClient(DelegatingChatClient):
             if state.consecutive_error_rounds > self.options.max_consecutive_errors:
                 if len(errors) == 1:
                     raise errors[0]
-                raise ExceptionGroup("tools failed in too many rounds in a row", errors)  # type: ignore[type-var]
+                raise ExceptionGroup("tools failed in too many rounds in a row", errors)
         else:
             state.consecutive_error_rounds = 0
         return [r for r, _ in outcomes]
@@ -274,7 +274,7 @@ class FunctionInvokingChatClient(DelegatingChatClient):
                 listener.on_tool_invoked(invocation)
         return FunctionResultContent(call_id=call.call_id, result=text, error=error), exception
 
-    async def get_streaming_response(  # type: ignore[override]
+    async def get_streaming_response(
         self, messages: Sequence[ChatMessage], options: ChatOptions | None = None
     ) -> AsyncIterator[ChatResponseUpdate]:
         """Streams each round's updates; tool results are yielded as updates with role ``tool``."""

@@ -85,7 +85,9 @@ class RetryingChatClient(DelegatingChatClient):
         self.retries += 1
         error = state.outcome.exception() if state.outcome else None
         delay = state.next_action.sleep if state.next_action else 0.0
-        _log.warning("transient provider error, retry %d in %.2fs: %s", state.attempt_number, delay, error)
+        _log.warning(
+            "transient provider error, retry %d in %.2fs: %s", state.attempt_number, delay, error
+        )
         if self._on_retry and isinstance(error, ProviderError):
             self._on_retry(state.attempt_number, error, delay)
 
@@ -110,7 +112,7 @@ class RetryingChatClient(DelegatingChatClient):
                 return await self.inner.get_response(messages, options)
         raise AssertionError("unreachable: tenacity reraises the last error")
 
-    async def get_streaming_response(  # type: ignore[override]
+    async def get_streaming_response(
         self, messages: Sequence[ChatMessage], options: ChatOptions | None = None
     ) -> AsyncIterator[ChatResponseUpdate]:
         first: ChatResponseUpdate | None = None

@@ -13,7 +13,7 @@ import os
 import re
 import threading
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, MutableMapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any, TextIO
@@ -53,9 +53,7 @@ def redact(text: str, secrets: Sequence[str]) -> str:
         if s in text:
             text = text.replace(s, "[redacted]")
     for pattern in _SECRET_PATTERNS:
-        text = pattern.sub(
-            lambda m: (m.group(1) if m.re.groups else "") + "[redacted]", text
-        )
+        text = pattern.sub(lambda m: (m.group(1) if m.re.groups else "") + "[redacted]", text)
     return text
 
 
@@ -114,11 +112,11 @@ class RunLog:
 
     # structlog processors --------------------------------------------------------------------
     @staticmethod
-    def _add_time(_: Any, __: str, event: dict[str, Any]) -> dict[str, Any]:
+    def _add_time(_: Any, __: str, event: MutableMapping[str, Any]) -> MutableMapping[str, Any]:
         event["time"] = datetime.now().isoformat(timespec="milliseconds")
         return event
 
-    def _render(self, _: Any, __: str, event: dict[str, Any]) -> str:
+    def _render(self, _: Any, __: str, event: MutableMapping[str, Any]) -> str:
         ordered = {"time": event.pop("time"), "type": event.pop("type"), **event}
         line = json.dumps(ordered, ensure_ascii=False, separators=(",", ":"), default=str)
         return redact(line, self._secrets)
@@ -214,7 +212,7 @@ class RunLog:
 
 
 class RunLogChatClient(DelegatingChatClient):
-    """Logs every model request as a ``round`` and every tool call the loop above makes as a ``tool``.
+    """Logs each model request as a ``round`` and each tool call the loop above makes as a ``tool``.
 
     Put it below the function-invocation loop (add it after ``use_function_invocation``) so that
     it sees each round. The first request writes ``start`` unless the caller already did.
@@ -247,7 +245,7 @@ class RunLogChatClient(DelegatingChatClient):
         self.log.round(response, (time.perf_counter() - started) * 1000.0)
         return response
 
-    async def get_streaming_response(  # type: ignore[override]
+    async def get_streaming_response(
         self, messages: Sequence[ChatMessage], options: ChatOptions | None = None
     ) -> AsyncIterator[ChatResponseUpdate]:
         self._ensure_started(options)

@@ -50,7 +50,7 @@ class TokenBudgetChatClient(DelegatingChatClient):
             self.used = self.used + response.usage
         return response
 
-    async def get_streaming_response(  # type: ignore[override]
+    async def get_streaming_response(
         self, messages: Sequence[ChatMessage], options: ChatOptions | None = None
     ) -> AsyncIterator[ChatResponseUpdate]:
         self._check()

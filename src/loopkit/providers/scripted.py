@@ -27,7 +27,7 @@ from loopkit.abstractions.content import (
     UsageContent,
     UsageDetails,
 )
-from loopkit.errors import ScriptDivergedError
+from loopkit.errors import ScriptDivergedError, describe_validation_error
 
 
 class ResultMatch(BaseModel):
@@ -137,8 +137,9 @@ class Script(BaseModel):
             return cls.model_validate_json(raw)
         except (json.JSONDecodeError, ValidationError) as e:
             raise ValueError(
-                f"model script {p} is not valid: {e}. Expected {{'turns': [{{'text': ..., "
-                "'calls': [{'name': ..., 'arguments': {...}, 'expect': {...}}]}]}"
+                f"model script {p} is not valid: {describe_validation_error(e)}. Expected "
+                "{'turns': [{'text': ..., 'calls': [{'name': ..., 'arguments': {...}, "
+                "'expect': {...}}]}]}"
             ) from None
 
 
@@ -193,7 +194,11 @@ class ScriptedChatClient:
         self._check_results(messages, turn_no)
         turn = self.script.turns[turn_no]
         if self.strict and turn.expect_no_tools and options is not None:
-            offered = options.tools if (options.tool_mode is None or options.tool_mode.kind != "none") else []
+            offered = (
+                options.tools
+                if (options.tool_mode is None or options.tool_mode.kind != "none")
+                else []
+            )
             if offered:
                 raise ScriptDivergedError(
                     f"turn {turn_no + 1}: the script expects a request without tools (the loop's "
@@ -203,7 +208,9 @@ class ScriptedChatClient:
         self.requests.append(list(messages))
         return turn, turn_no
 
-    def _build(self, turn: ScriptedTurn, turn_no: int, messages: Sequence[ChatMessage]) -> ChatMessage:
+    def _build(
+        self, turn: ScriptedTurn, turn_no: int, messages: Sequence[ChatMessage]
+    ) -> ChatMessage:
         contents: list[Any] = []
         if turn.text:
             contents.append(TextContent(text=turn.text))
@@ -248,7 +255,9 @@ class ScriptedChatClient:
         for content in response.messages[0].contents:
             yield ChatResponseUpdate(role=ChatRole.ASSISTANT, contents=[content])
         usage = response.usage or UsageDetails()
-        yield ChatResponseUpdate(contents=[UsageContent(usage=usage)], finish_reason=response.finish_reason)
+        yield ChatResponseUpdate(
+            contents=[UsageContent(usage=usage)], finish_reason=response.finish_reason
+        )
 
 
 class FunctionChatClient:
