@@ -16,6 +16,7 @@ retrying.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import threading
 from collections.abc import AsyncIterator, Sequence
@@ -109,10 +110,8 @@ preload = start_background_import
 
 def _import_quietly() -> None:
     # A failed background import is reported by the request that needs litellm, in context.
-    try:
+    with contextlib.suppress(Exception):
         load_litellm()
-    except Exception:
-        pass
 
 
 def litellm_loaded() -> bool:
@@ -176,7 +175,9 @@ class LiteLLMChatClient:
         self.api_base = api_base
         self._api_key = api_key
         self.timeout = float(timeout)
-        self.prompt_caching = is_anthropic_model(model) if prompt_caching is None else prompt_caching
+        self.prompt_caching = (
+            is_anthropic_model(model) if prompt_caching is None else prompt_caching
+        )
         self.extra = dict(extra)
 
     def __repr__(self) -> str:

@@ -167,16 +167,22 @@ def classify(
 
     def make(message: str, retryable: bool, code: int | None) -> ProviderError:
         e = ProviderError(
-            message, retryable=retryable, status_code=code, retry_after=retry_after,
+            message,
+            retryable=retryable,
+            status_code=code,
+            retry_after=retry_after,
             provider=provider,
         )
         e.__cause__ = error
         return e
 
+    if "UnsupportedParamsError" in names:
+        return make(
+            f"litellm refused the request for {where} before sending it: {detail}", False, None
+        )
     if status is None and "JSONDecodeError" in names:
         return make(
-            f"{where} returned a malformed response body (not the JSON the API promises): "
-            f"{detail}",
+            f"{where} returned a malformed response body (not the JSON the API promises): {detail}",
             False,
             None,
         )
@@ -186,12 +192,21 @@ def classify(
     ):
         limit = f" after {timeout:g} s" if timeout else ""
         return make(f"{where} timed out{limit} (retryable): {detail}", True, None)
-    transport = {"ConnectError", "TransportError", "NetworkError", "RemoteProtocolError",
-                 "ConnectionError", "ClientConnectorError", "ClientOSError",
-                 "ServerDisconnectedError", "ClientPayloadError"}
+    transport = {
+        "ConnectError",
+        "TransportError",
+        "NetworkError",
+        "RemoteProtocolError",
+        "ConnectionError",
+        "ClientConnectorError",
+        "ClientOSError",
+        "ServerDisconnectedError",
+        "ClientPayloadError",
+    }
     if status is None and names & transport:
-        return make(f"{where} could not be reached (connection failed, retryable): {detail}",
-                    True, None)
+        return make(
+            f"{where} could not be reached (connection failed, retryable): {detail}", True, None
+        )
 
     if status is None:
         code = getattr(error, "status_code", None)
@@ -199,9 +214,13 @@ def classify(
         status = code if isinstance(code, int) and code not in (408, 500) else None
         if status is None and "RateLimitError" in names:
             status = 429
-    if status is not None and status in (500, 503) and (
-        "overloaded_error" in detail or (response is not None and
-                                         _error_body_type(response) == "overloaded_error")
+    if (
+        status is not None
+        and status in (500, 503)
+        and (
+            "overloaded_error" in detail
+            or (response is not None and _error_body_type(response) == "overloaded_error")
+        )
     ):
         status = 529  # litellm reports Anthropic's 529 as 500
     if status is None:
