@@ -27,6 +27,14 @@ async def test_lists_tools_and_calls_return_plain_text(http_server: HttpServer) 
             await tools["fail"].invoke({"reason": "quota exceeded"})
 
 
+async def test_headers_reach_the_server(http_server: HttpServer) -> None:
+    headers = {"Authorization": "Bearer t0ken", "X-Loopkit-Test": "yes"}
+    async with MCPClient.http(http_server.url, headers=headers) as server:
+        tools = {t.name: t for t in await server.list_tools()}
+        assert await tools["header"].invoke({"name": "x-loopkit-test"}) == "yes"
+        assert await tools["header"].invoke({"name": "authorization"}) == "Bearer t0ken"
+
+
 async def test_hanging_tool_raises_after_the_call_timeout(http_server: HttpServer) -> None:
     async with MCPClient.http(http_server.url, call_timeout=1.0) as server:
         tools = {t.name: t for t in await server.list_tools()}

@@ -6,6 +6,7 @@ import asyncio
 import os
 import signal
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -133,22 +134,26 @@ async def test_close_after_a_cancelled_call_and_a_hung_tool_leaves_no_child() ->
         with pytest.raises(asyncio.CancelledError):
             await call
         # Another call is still running in the server when we close.
-        asyncio.create_task(tools["sleep"].invoke({"seconds": 100}))
+        running = asyncio.create_task(tools["sleep"].invoke({"seconds": 100}))
         await asyncio.sleep(0.2)
     assert process_state(pid) is None
+    with pytest.raises(MCPServerError, match="was closed while tool 'sleep' was running"):
+        await asyncio.wait_for(running, timeout=30)
 
 
 async def test_cancelling_the_task_that_holds_the_connection_stops_the_child() -> None:
     pids: list[int] = []
+    started = asyncio.Event()
 
     async def use_server() -> None:
         async with stdio_server() as server:
             pids.append(int(await (await _tools(server))["pid"].invoke({})))
+            started.set()
             await server.call_tool("sleep", {"seconds": 100})
 
     task = asyncio.create_task(use_server())
-    while not pids:
-        await asyncio.sleep(0.05)
+    await asyncio.wait_for(started.wait(), timeout=60)
+    await asyncio.sleep(0.2)  # let the sleep call reach the server
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
@@ -211,8 +216,7 @@ async def test_command_that_never_answers_hits_the_startup_timeout_and_is_stoppe
     with pytest.raises(MCPServerError, match=r"did not finish starting .* within 1 s"):
         async with MCPClient.stdio(sys.executable, ["-c", script], startup_timeout=1):
             pass
-    with open(pid_file) as f:
-        pid = int(f.read())
+    pid = int(Path(pid_file).read_text())  # noqa: ASYNC240 (a tiny local file)
     assert process_state(pid) is None
 
 

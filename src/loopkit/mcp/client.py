@@ -426,6 +426,10 @@ class MCPClient:
                 raise MCPServerError(
                     self._describe(f"did not answer {what} within {limit:g} s (it may be hung)")
                 ) from None
+            if e.code == _CONNECTION_CLOSED and self._closed:
+                raise MCPServerError(
+                    f"MCP server `{self.label}` was closed while {what} was running"
+                ) from None
             if e.code == _CONNECTION_CLOSED:
                 what_happened = f"closed the connection during {what}"
                 if e.error.message and e.error.message != "Connection closed":

@@ -13,7 +13,7 @@ import socket
 import sys
 
 import anyio
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult, ImageContent, TextContent
 
@@ -70,6 +70,14 @@ def pid() -> int:
 def getenv(name: str) -> str:
     """The value of an environment variable in the server process, or '(unset)'."""
     return os.environ.get(name, "(unset)")
+
+
+@server.tool()
+def header(name: str, ctx: Context) -> str:
+    """The value of an HTTP request header as the server received it, or '(none)'."""
+    request = ctx.request_context.request
+    headers = getattr(request, "headers", None)
+    return str(headers.get(name, "(none)")) if headers is not None else "(not HTTP)"
 
 
 @server.tool()
