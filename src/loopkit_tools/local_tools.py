@@ -16,6 +16,7 @@ Usage::
 from __future__ import annotations
 
 import asyncio
+import os
 import tempfile
 import time
 from pathlib import Path
@@ -126,6 +127,10 @@ class LocalTools:
     def _cwd(self, rel: str) -> Path:
         return self.root if rel == "." else self.root / rel
 
+    def _relative(self, output: str) -> str:
+        """Workspace-relative paths in command output: shorter, and the root stays private."""
+        return output.replace(f"{self.root}{os.sep}", "")
+
     async def build_app(self) -> str:
         async with self._lock:
             if self.config.build_requires_stopped_app and self.app_pid is not None:
@@ -144,7 +149,7 @@ class LocalTools:
             summary = "Build succeeded."
         else:
             summary = f"Build failed with exit code {result.exit_code}."
-        return condense(summary, result.output, self.config.max_output_lines)
+        return condense(summary, self._relative(result.output), self.config.max_output_lines)
 
     async def run_tests(self) -> str:
         command = self.config.test_command
@@ -163,7 +168,7 @@ class LocalTools:
             summary = "Tests passed."
         else:
             summary = f"Tests failed with exit code {result.exit_code}."
-        return condense(summary, result.output, self.config.max_output_lines)
+        return condense(summary, self._relative(result.output), self.config.max_output_lines)
 
     # ------------------------------------------------------------------ the app
 
@@ -247,7 +252,7 @@ class LocalTools:
             if state in ("exited", "timeout"):
                 await app.stop(self.config.stop_grace_s)
                 self._app = None
-                tail = self._output_tail(start)
+                tail = self._relative(self._output_tail(start))
                 if state == "exited":
                     summary = f"The app exited at start with code {app.returncode}."
                 else:
