@@ -50,12 +50,25 @@ try:
         pass
 except OSError:
     pass
-def alive():
+def alive():  # a member that is not a zombie (init may reap orphans late)
     try:
         os.killpg(pgid, 0)
-        return True
     except OSError:
         return False
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return True
+    for name in names:
+        if name.isdigit():
+            try:
+                with open("/proc/" + name + "/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+            except (OSError, IndexError):
+                continue
+            if int(fields[2]) == pgid and fields[0] != "Z":
+                return True
+    return False
 try:
     os.killpg(pgid, signal.SIGTERM)
 except OSError:
