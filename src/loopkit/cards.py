@@ -141,12 +141,40 @@ class Card(BaseModel):
         if self.path is None:
             raise CardError("this card was not loaded from a file; there is nowhere to save it")
         updated = self.with_state(state)
-        fd, tmp = tempfile.mkstemp(prefix=".card-", dir=self.path.parent)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
-                f.write(updated.text)
-            os.replace(tmp, self.path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        _atomic_write(self.path, updated.text)
         return updated
+
+
+def mark_failed_in_file(path: str | Path) -> bool:
+    """Set ``state: Failed`` in a card file that does not parse, if it has front matter at all.
+
+    A run refused for a bad card still leaves the card marked; returns False when the file has
+    no front matter (or cannot be read), so there is no state to write.
+    """
+    p = Path(path)
+    try:
+        with p.open(encoding="utf-8", newline="") as f:
+            text = f.read()
+    except (OSError, UnicodeDecodeError):
+        return False
+    m = _FRONT_MATTER.match(text)
+    if m is None:
+        return False
+    fm = m.group(1)
+    if _STATE_LINE.search(fm):
+        fm = _STATE_LINE.sub(lambda s: f"{s.group(1)}{CardState.FAILED.value}{s.group(3)}", fm, 1)
+    else:
+        fm += f"\nstate: {CardState.FAILED.value}"
+    _atomic_write(p, text[: m.start(1)] + fm + text[m.end(1) :])
+    return True
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=".card-", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

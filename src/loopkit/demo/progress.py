@@ -1,0 +1,90 @@
+"""What a demo run shows on screen: one live line while it runs, a summary at the end."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from rich.console import Console
+from rich.live import Live
+from rich.table import Table
+from rich.text import Text
+
+
+class LiveProgress:
+    """One line, redrawn on every run-log event: round, tokens so far, the current tool."""
+
+    def __init__(self, console: Console, max_rounds: int) -> None:
+        self.console = console
+        self.max_rounds = max_rounds
+        self.round = 0
+        self.tokens = 0
+        self.tool = "waiting for the model"
+        self.started = time.monotonic()
+        self._live = Live(self._render(), console=console, refresh_per_second=8, transient=True)
+
+    def _render(self) -> Text:
+        seconds = time.monotonic() - self.started
+        return Text.assemble(
+            ("● ", "cyan"),
+            (f"round {self.round}/{self.max_rounds}", "bold"),
+            f"  tokens {self.tokens:,}  ",
+            (f"{seconds:5.1f}s  ", "dim"),
+            (self.tool, "yellow"),
+        )
+
+    def on_event(self, event: dict[str, Any]) -> None:
+        data = event["data"]
+        kind = event["type"]
+        if kind == "round":
+            self.round = data["round"]
+            self.tokens += data["input_tokens"] + data["output_tokens"]
+            calls = data["calls"]
+            self.tool = ("calling " + ", ".join(calls)) if calls else "model answered"
+        elif kind == "tool":
+            mark = "✗" if data["error"] else "✓"
+            self.tool = f"{mark} {data['name']} ({data['ms']:.0f} ms)"
+            if not self.console.is_terminal:
+                return
+        self._live.update(self._render())
+
+    def __enter__(self) -> LiveProgress:
+        self._live.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._live.__exit__(None, None, None)
+
+
+def summary_table(
+    *,
+    status: str,
+    reason: str | None,
+    totals: dict[str, Any],
+    card_state: str,
+    commit: str | None,
+    log_path: str,
+    repo: str,
+) -> Table:
+    """The end-of-run summary: the result first, then the figures and where things are."""
+    table = Table(show_header=False, box=None, pad_edge=False)
+    table.add_column(style="bold")
+    table.add_column()
+    style = "green" if status == "done" else "red"
+    table.add_row("result", Text(f"RESULT: {status}" + (f": {reason}" if reason else ""), style))
+    table.add_row("card", card_state)
+    table.add_row("rounds", str(totals.get("rounds", 0)))
+    table.add_row(
+        "tool calls",
+        f"{totals.get('tool_calls', 0)} ({totals.get('tool_errors', 0)} answered with an error)",
+    )
+    table.add_row(
+        "tokens",
+        f"input {totals.get('input_tokens', 0):,} (cached {totals.get('cached_input_tokens', 0):,})"
+        f", output {totals.get('output_tokens', 0):,}",
+    )
+    table.add_row("seconds", f"{totals.get('seconds', 0):.1f}")
+    table.add_row("commit", commit or "none")
+    table.add_row("repository", repo)
+    table.add_row("run log", log_path)
+    return table

@@ -1,0 +1,94 @@
+"""The scratch repository a demo run works in: a fresh git repository with a copy of the app.
+
+The project's own copy of the app keeps its gaps, so every card can run again.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+_DOCS = """# How the invoice app is built
+
+- `invoice_app/model.py`: the invoice model and its totals (no Qt).
+- `invoice_app/main_window.py`: the window, its widgets and their accessible ids.
+- `invoice_app/storage.py`: saving and opening invoice files (JSON).
+- `invoice_app/build.py`: `python -m invoice_app.build` compiles and imports every module.
+
+Every control has an accessible id (`setAccessibleIdentifier`) and the same object name. A new
+control gets one too, named after its purpose (e.g. `ConfirmDeleteDialog`).
+"""
+
+GIT_IDENTITY = ["-c", "user.name=loopkit demo", "-c", "user.email=demo@loopkit.invalid"]
+
+
+class WorkspaceError(RuntimeError):
+    """The scratch repository could not be created."""
+
+
+@dataclass(slots=True)
+class ScratchRepo:
+    """A run's folder: ``repo`` (the git repository) and the run log beside it."""
+
+    run_dir: Path
+    repo: Path
+    app_folder: str
+
+    def git(self, *args: str) -> str:
+        done = subprocess.run(
+            ["git", *GIT_IDENTITY, *args],
+            cwd=self.repo,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if done.returncode != 0:
+            raise WorkspaceError(f"git {' '.join(args)} failed in {self.repo}: {done.stderr.strip()}")
+        return done.stdout
+
+    def head(self) -> str:
+        return self.git("rev-parse", "HEAD").strip()
+
+    def commits_since(self, base: str) -> list[dict[str, object]]:
+        """The commits after ``base``: id, first line, changed files."""
+        out: list[dict[str, object]] = []
+        for line in self.git("log", "--format=%H%x09%s", f"{base}..HEAD").splitlines():
+            sha, _, subject = line.partition("\t")
+            files = self.git("show", "--name-only", "--format=", sha).split()
+            out.append({"id": sha, "subject": subject, "files": files})
+        return out
+
+
+def slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:40] or "card"
+
+
+def create_scratch_repo(app_source: Path, runs_dir: Path, name: str) -> ScratchRepo:
+    """Copy ``app_source`` into a new git repository under ``runs_dir`` and commit it."""
+    if not (app_source / "__main__.py").is_file():
+        raise WorkspaceError(
+            f"app_source {app_source} is not the invoice app (no __main__.py there); set "
+            "app_source in the config to the app's package folder"
+        )
+    stamp = datetime.now().strftime("%Y%m%d-%H%M%S-%f")
+    run_dir = (runs_dir / f"{stamp}-{slug(name)}").resolve()
+    repo = run_dir / "repo"
+    app_folder = app_source.name
+    shutil.copytree(
+        app_source, repo / app_folder, ignore=shutil.ignore_patterns("__pycache__", "*.pyc")
+    )
+    (repo / "docs").mkdir()
+    (repo / "docs" / "CODING.md").write_text(_DOCS, encoding="utf-8")
+    (repo / ".gitignore").write_text("__pycache__/\n*.pyc\n", encoding="utf-8")
+    scratch = ScratchRepo(run_dir=run_dir, repo=repo, app_folder=app_folder)
+    scratch.git("init", "-q", "-b", "main")
+    # A local identity: the model's git_commit must work on machines without a global one.
+    scratch.git("config", "user.name", "loopkit demo")
+    scratch.git("config", "user.email", "demo@loopkit.invalid")
+    scratch.git("add", "-A")
+    scratch.git("commit", "-q", "-m", "Initial copy of the app")
+    return scratch
