@@ -27,6 +27,7 @@ Usage::
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import uuid
@@ -111,9 +112,8 @@ class Turn:
         usage: ScriptedUsage | None = None,
     ) -> Turn:
         """One tool call, optionally preceded by text."""
-        call = ScriptedToolCall(name, {} if arguments is None else arguments)
-        if call_id is not None:
-            call = ScriptedToolCall(name, call.arguments, call_id)
+        args = {} if arguments is None else arguments
+        call = ScriptedToolCall(name, args, call_id) if call_id else ScriptedToolCall(name, args)
         return cls(text=text, tool_calls=(call,), usage=usage or ScriptedUsage())
 
     @classmethod
@@ -298,12 +298,12 @@ def _anthropic_blocks(turn: Turn) -> list[dict[str, Any]]:
     if turn.text:
         blocks.append({"type": "text", "text": turn.text})
     for call in turn.tool_calls:
-        if isinstance(call.arguments, str):
-            # Anthropic always sends an object; a raw string can only be scripted when streaming,
-            # where the arguments arrive as partial JSON. Non-streaming it is sent as given.
-            arguments: Any = call.arguments
-        else:
-            arguments = call.arguments
+        # Anthropic always sends ``input`` as an object. Arguments scripted as a raw string are
+        # parsed; a string that is not JSON is sent as a string (a deliberately broken reply).
+        arguments: Any = call.arguments
+        if isinstance(arguments, str):
+            with contextlib.suppress(ValueError):
+                arguments = json.loads(arguments)
         blocks.append({"type": "tool_use", "id": call.id, "name": call.name, "input": arguments})
     return blocks
 
