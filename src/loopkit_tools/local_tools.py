@@ -20,7 +20,6 @@ import os
 import tempfile
 import time
 from pathlib import Path
-from types import TracebackType
 from typing import IO, Annotated, Any
 
 from loopkit.abstractions import FunctionTool, Tool, ToolError
@@ -61,19 +60,16 @@ class LocalTools:
         self._app_output: Path | None = None
         self._own_output_dir: tempfile.TemporaryDirectory[str] | None = None
         self._lock = asyncio.Lock()  # one process operation at a time (parallel tool calls)
-        self._tools = self._make_tools()
+        # A plain attribute (not a property) so LocalTools satisfies loopkit.runner.ToolSource.
+        self.tools: list[Tool] = self._make_tools()
+        """The tools to hand to the model: seven, plus ``run_tests`` when a test command is set."""
 
     # ------------------------------------------------------------------ lifecycle
 
     async def __aenter__(self) -> LocalTools:
         return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
 
     async def aclose(self) -> None:
@@ -85,11 +81,6 @@ class LocalTools:
         if self._own_output_dir is not None:
             self._own_output_dir.cleanup()
             self._own_output_dir = None
-
-    @property
-    def tools(self) -> list[Tool]:
-        """The tools to hand to the model: seven, plus ``run_tests`` when a test command is set."""
-        return list(self._tools)
 
     @property
     def app_pid(self) -> int | None:
