@@ -48,6 +48,13 @@ _EXPORTS: dict[str, str] = {
     "TokenBudgetChatClient": "loopkit.middleware.token_budget",
     # providers
     "LiteLLMChatClient": "loopkit.providers.litellm",
+    "start_background_import": "loopkit.providers.litellm",
+    "MCPClient": "loopkit.mcp.client",
+    "MCPServerConfig": "loopkit.mcp.config",
+    "MCPTool": "loopkit.mcp.tools",
+    "CardRunner": "loopkit.runner",
+    "RunnerConfig": "loopkit.config",
+    "load_config": "loopkit.config",
     "ScriptedChatClient": "loopkit.providers.scripted",
     "FunctionChatClient": "loopkit.providers.scripted",
     "Script": "loopkit.providers.scripted",
@@ -120,6 +127,11 @@ if TYPE_CHECKING:
     from loopkit.middleware.retry import RetryingChatClient, RetryPolicy
     from loopkit.middleware.run_log import RunLog, RunLogChatClient
     from loopkit.middleware.token_budget import TokenBudgetChatClient
-    from loopkit.providers.litellm import LiteLLMChatClient
+    from loopkit.config import RunnerConfig, load_config
+    from loopkit.mcp.client import MCPClient
+    from loopkit.mcp.config import MCPServerConfig
+    from loopkit.mcp.tools import MCPTool
+    from loopkit.providers.litellm import LiteLLMChatClient, start_background_import
+    from loopkit.runner import CardRunner
     from loopkit.providers.scripted import FunctionChatClient, Script, ScriptedChatClient
     from loopkit.result import RunResult, parse_result

@@ -53,7 +53,12 @@ class ScriptDivergedError(LoopkitError):
 
 
 class MCPServerError(LoopkitError):
-    """An MCP server could not be started, died, or did not answer in time."""
+    """An MCP server could not be started, died, or did not answer in time.
+
+    It ends the run at once (``terminates_run``): no answer of the model can revive the server.
+    """
+
+    terminates_run = True
 
 
 class CardError(LoopkitError):

@@ -73,16 +73,16 @@ async def test_max_rounds_then_one_final_request_without_tools() -> None:
         {"calls": [call("add", a=2, b=2)]},
         {"text": "RESULT: failed: out of rounds", "expect_no_tools": True},
     )
-    seen_tool_counts: list[int] = []
+    seen_modes: list[str] = []
     inner_get = model.get_response
 
     async def spy(messages, options=None):
-        seen_tool_counts.append(len(options.tools) if options else -1)
+        seen_modes.append(options.tool_mode.kind if options and options.tool_mode else "auto")
         return await inner_get(messages, options)
 
     model.get_response = spy  # type: ignore[method-assign]
     response = await loop(model, max_rounds=2).get_response(user(), opts(add))
-    assert seen_tool_counts == [1, 1, 0]
+    assert seen_modes == ["auto", "auto", "none"]
     assert response.additional_properties["max_rounds_reached"] is True
     assert response.text == "RESULT: failed: out of rounds"
     assert pairs_complete(response.messages)
@@ -337,3 +337,17 @@ def test_options_are_validated() -> None:
         FunctionInvocationOptions(max_rounds=0)
     with pytest.raises(ValueError, match="max_consecutive_errors"):
         FunctionInvocationOptions(max_consecutive_errors=-1)
+
+
+async def test_errors_that_terminate_the_run_propagate_at_once() -> None:
+    from loopkit import MCPServerError
+
+    @tool
+    def dead() -> str:
+        """A tool whose server died."""
+        raise MCPServerError("server 'ui' died")
+
+    model = script({"calls": [call("dead")]}, {"text": "never"})
+    with pytest.raises(MCPServerError):
+        await loop(model, max_consecutive_errors=3).get_response(user(), opts(dead))
+    assert model.position == 1

@@ -190,7 +190,9 @@ class FunctionInvokingChatClient(DelegatingChatClient):
             result = self._finish(last, state)
             result.additional_properties["max_rounds_reached"] = True
             return result
-        no_tools = options.copy(tools=[], tool_mode=ToolMode.none())
+        # Tools stay listed with tool_mode "none": removing them would invalidate a provider's
+        # prompt cache, and litellm would add a dummy tool for Anthropic histories with calls.
+        no_tools = options.copy(tool_mode=ToolMode.none())
         response = await self.inner.get_response(conversation, no_tools)
         self._add_usage(state, response.usage)
         # Calls in this answer cannot be answered any more; keep the history consistent.
@@ -261,6 +263,8 @@ class FunctionInvokingChatClient(DelegatingChatClient):
             except asyncio.CancelledError:
                 raise
             except Exception as e:
+                if getattr(e, "terminates_run", False):
+                    raise  # e.g. a dead MCP server: retrying through the model cannot help
                 error, exception = True, e
                 if self.options.include_detailed_errors:
                     text = f"Error: the function failed. {type(e).__name__}: {e}"
@@ -288,7 +292,7 @@ class FunctionInvokingChatClient(DelegatingChatClient):
                 return
             state.round += 1
             round_options = (
-                options.copy(tools=[], tool_mode=ToolMode.none()) if final and options else options
+                options.copy(tool_mode=ToolMode.none()) if final and options else options
             )
             updates: list[ChatResponseUpdate] = []
             async for update in self.inner.get_streaming_response(conversation, round_options):

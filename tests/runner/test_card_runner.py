@@ -1,0 +1,179 @@
+"""The whole loop: scripted model + function tools + a real MCP server → RESULT → card state."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from loopkit import Card, CardState, RunLog, Script, ScriptedChatClient, tool
+from loopkit.mcp import MCPServerConfig
+from loopkit.runner import CardRunner, MCPToolSource, RunLimits
+from tests.mcp_client.helpers import SERVER_SCRIPT
+
+CARD = """---
+title: Add two numbers
+state: New
+category: Demo
+---
+Add 2 and 3 with the MCP server and write the sum down.
+
+**Acceptance criteria**
+
+- The note says 5.
+"""
+
+pytestmark = pytest.mark.integration
+
+
+class FunctionTools:
+    """A ToolSource of plain function tools (no set-up needed)."""
+
+    def __init__(self, notes: dict[str, str]) -> None:
+        @tool
+        def write_note(text: str) -> str:
+            """Write the note."""
+            notes["note"] = text
+            return "written"
+
+        self.tools: list[Any] = [write_note]
+
+    async def __aenter__(self) -> FunctionTools:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        return None
+
+
+def mcp_source() -> MCPToolSource:
+    return MCPToolSource(
+        MCPServerConfig(name="calc", command=[sys.executable, str(SERVER_SCRIPT), "stdio"])
+    )
+
+
+def card_file(tmp_path: Path) -> Path:
+    p = tmp_path / "card.md"
+    p.write_text(CARD, encoding="utf-8")
+    return p
+
+
+def events(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def runner(turns: list[dict[str, Any]], log: RunLog, notes: dict[str, str], **limits: int) -> CardRunner:
+    return CardRunner(
+        ScriptedChatClient(Script.model_validate({"turns": turns})),
+        instructions="Do the card.",
+        sources=[FunctionTools(notes), mcp_source()],
+        log=log,
+        limits=RunLimits(**limits),
+        model_name="scripted",
+    )
+
+
+async def test_card_done_with_function_and_mcp_tools(tmp_path: Path) -> None:
+    notes: dict[str, str] = {}
+    log_path = tmp_path / "run.jsonl"
+    turns = [
+        {"calls": [{"name": "add", "arguments": {"a": 2, "b": 3}, "expect": {"equals": "5"}}]},
+        {"calls": [{"name": "write_note", "arguments": {"text": "5"}, "expect": {"equals": "written"}}]},
+        {"text": "The note says 5.\nRESULT: done"},
+    ]
+    with RunLog(log_path) as log:
+        outcome = await runner(turns, log, notes).run(Card.load(card_file(tmp_path)))
+    assert outcome.result.done
+    assert notes == {"note": "5"}
+    assert Card.load(tmp_path / "card.md").state is CardState.DONE
+    ev = events(log_path)
+    assert ev[0]["type"] == "start"
+    assert {"add", "echo", "write_note"} <= set(ev[0]["data"]["tools"])
+    assert ev[0]["data"]["card"] == "Add two numbers"
+    assert [e["type"] for e in ev[1:]] == ["round", "tool", "round", "tool", "round", "result"]
+    assert ev[2]["data"]["result"] == "5"  # MCP text result as plain text
+    assert ev[-1]["data"]["status"] == "done" and ev[-1]["data"]["card_state"] == "Done"
+
+
+async def test_result_failed_from_the_model(tmp_path: Path) -> None:
+    with RunLog(tmp_path / "run.jsonl") as log:
+        outcome = await runner([{"text": "Cannot.\nRESULT: failed: no calculator"}], log, {}).run(
+            Card.load(card_file(tmp_path))
+        )
+    assert (outcome.result.status, outcome.result.reason) == ("failed", "no calculator")
+    assert Card.load(tmp_path / "card.md").state is CardState.FAILED
+
+
+async def test_missing_result_line_fails(tmp_path: Path) -> None:
+    with RunLog(tmp_path / "run.jsonl") as log:
+        outcome = await runner([{"text": "All good!"}], log, {}).run(Card.load(card_file(tmp_path)))
+    assert outcome.result.reason == (
+        "the final answer did not end with a RESULT line (last line: 'All good!')"
+    )
+
+
+async def test_round_limit_fails_with_reason_in_log(tmp_path: Path) -> None:
+    log_path = tmp_path / "run.jsonl"
+    turns = [{"calls": [{"name": "echo", "arguments": {"text": "x"}}]} for _ in range(3)]
+    turns.append({"text": "RESULT: done", "expect_no_tools": True})
+    with RunLog(log_path) as log:
+        outcome = await runner(turns, log, {}, max_rounds=3).run(Card.load(card_file(tmp_path)))
+    assert outcome.result.status == "failed"
+    assert outcome.result.reason is not None
+    assert outcome.result.reason.startswith("round limit of 3 reached")
+    last = events(log_path)[-1]
+    assert last["type"] == "result" and last["data"]["reason"].startswith("round limit of 3")
+    assert last["data"]["totals"]["rounds"] == 4
+    assert Card.load(tmp_path / "card.md").state is CardState.FAILED
+
+
+async def test_token_budget_fails_with_reason_in_log(tmp_path: Path) -> None:
+    log_path = tmp_path / "run.jsonl"
+    turns = [
+        {"calls": [{"name": "echo", "arguments": {"text": "x"}}],
+         "usage": {"input_tokens": 600, "output_tokens": 10}}
+        for _ in range(5)
+    ]
+    with RunLog(log_path) as log:
+        outcome = await runner(turns, log, {}, max_tokens=1000).run(Card.load(card_file(tmp_path)))
+    assert outcome.result.status == "failed"
+    assert "token budget spent: 1,220 of 1,000" in (outcome.result.reason or "")
+    last = events(log_path)[-1]
+    assert "token budget spent" in last["data"]["reason"]
+    assert Card.load(tmp_path / "card.md").state is CardState.FAILED
+
+
+async def test_server_killed_mid_run_fails_cleanly_with_valid_log(tmp_path: Path) -> None:
+    log_path = tmp_path / "run.jsonl"
+    turns = [
+        {"calls": [{"name": "echo", "arguments": {"text": "before"}}]},
+        {"calls": [{"name": "die", "arguments": {}}]},
+        {"calls": [{"name": "echo", "arguments": {"text": "after"}}]},
+        {"calls": [{"name": "echo", "arguments": {"text": "after"}}]},
+        {"calls": [{"name": "echo", "arguments": {"text": "after"}}]},
+        {"text": "RESULT: done"},
+    ]
+    with RunLog(log_path) as log:
+        outcome = await runner(turns, log, {}).run(Card.load(card_file(tmp_path)))
+    assert outcome.result.status == "failed"
+    assert "MCPServerError" in (outcome.result.reason or "")
+    rounds = [e for e in events(log_path) if e["type"] == "round"]
+    assert len(rounds) == 2  # the run ends at the dead server, not three rounds later
+    ev = events(log_path)  # every line parses
+    assert ev[-1]["type"] == "result" and ev[-1]["data"]["status"] == "failed"
+
+
+async def test_mcp_command_that_does_not_exist(tmp_path: Path) -> None:
+    bad = MCPToolSource(MCPServerConfig(name="ui", command=["/nonexistent/loopkit-ui-server"]))
+    with RunLog(tmp_path / "run.jsonl") as log:
+        outcome = await CardRunner(
+            ScriptedChatClient(Script.model_validate({"turns": [{"text": "RESULT: done"}]})),
+            instructions="x",
+            sources=[bad],
+            log=log,
+        ).run(Card.load(card_file(tmp_path)))
+    assert outcome.result.status == "failed"
+    assert "/nonexistent/loopkit-ui-server" in (outcome.result.reason or "")
+    assert Card.load(tmp_path / "card.md").state is CardState.FAILED
