@@ -1,7 +1,7 @@
 """The README's example, runnable without an API key.
 
-    python examples/library_quickstart.py               # a scripted model plays the model's side
-    python examples/library_quickstart.py anthropic/claude-sonnet-4-5   # a real model via litellm
+python examples/library_quickstart.py               # a scripted model plays the model's side
+python examples/library_quickstart.py anthropic/claude-sonnet-4-5   # a real model via litellm
 """
 
 from __future__ import annotations
@@ -40,10 +40,20 @@ def convert(celsius: float) -> float:
 OFFLINE_MODEL = Script.model_validate(
     {
         "turns": [
-            {"calls": [{"name": "get_weather", "arguments": {"city": "Oslo"},
-                        "expect": {"contains": "18 °C"}}]},
-            {"calls": [{"name": "convert", "arguments": {"celsius": 18},
-                        "expect": {"equals": "64.4"}}]},
+            {
+                "calls": [
+                    {
+                        "name": "get_weather",
+                        "arguments": {"city": "Oslo"},
+                        "expect": {"contains": "18 °C"},
+                    }
+                ]
+            },
+            {
+                "calls": [
+                    {"name": "convert", "arguments": {"celsius": 18}, "expect": {"equals": "64.4"}}
+                ]
+            },
             {"text": "Oslo: 64.4 °F with light rain."},
         ]
     }
@@ -56,10 +66,7 @@ async def main(model_name: str | None) -> str:
     )
     log = Path(tempfile.gettempdir()) / "loopkit-quickstart.jsonl"
     client = (
-        ChatClientBuilder(model)
-        .use_function_invocation(max_rounds=10)
-        .use_run_log(log)
-        .build()
+        ChatClientBuilder(model).use_function_invocation(max_rounds=10).use_run_log(log).build()
     )
     response = await client.get_response(
         [ChatMessage.from_text("user", "Weather in Oslo, in Fahrenheit?")],

@@ -110,6 +110,7 @@ if TYPE_CHECKING:
     from loopkit.abstractions.tools import FunctionTool, Tool, ToolArgumentsError, ToolError, tool
     from loopkit.builder import ChatClientBuilder
     from loopkit.cards import Card, CardState
+    from loopkit.config import RunnerConfig, load_config
     from loopkit.errors import (
         BudgetExceededError,
         CardError,
@@ -118,6 +119,9 @@ if TYPE_CHECKING:
         ProviderError,
         ScriptDivergedError,
     )
+    from loopkit.mcp.client import MCPClient
+    from loopkit.mcp.config import MCPServerConfig
+    from loopkit.mcp.tools import MCPTool
     from loopkit.middleware.delegating import DelegatingChatClient
     from loopkit.middleware.function_invocation import (
         FunctionInvocationOptions,
@@ -127,11 +131,7 @@ if TYPE_CHECKING:
     from loopkit.middleware.retry import RetryingChatClient, RetryPolicy
     from loopkit.middleware.run_log import RunLog, RunLogChatClient
     from loopkit.middleware.token_budget import TokenBudgetChatClient
-    from loopkit.config import RunnerConfig, load_config
-    from loopkit.mcp.client import MCPClient
-    from loopkit.mcp.config import MCPServerConfig
-    from loopkit.mcp.tools import MCPTool
     from loopkit.providers.litellm import LiteLLMChatClient, start_background_import
-    from loopkit.runner import CardRunner
     from loopkit.providers.scripted import FunctionChatClient, Script, ScriptedChatClient
     from loopkit.result import RunResult, parse_result
+    from loopkit.runner import CardRunner

@@ -78,7 +78,8 @@ class RunnerConfig(BaseSettings):
         description="Module providing ToolsConfig and LocalTools (the local tools' plug-in).",
     )
     tools: dict[str, Any] = Field(
-        default_factory=dict, description="Settings for the local tools (loopkit_tools.ToolsConfig)."
+        default_factory=dict,
+        description="Settings for the local tools (loopkit_tools.ToolsConfig).",
     )
     app_source: Path = Field(
         default_factory=lambda: project_root() / "examples" / "invoice_app",

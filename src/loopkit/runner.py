@@ -143,7 +143,7 @@ class CardRunner:
             async with AsyncExitStack() as stack:
                 tools: list[Tool] = []
                 for source in self.sources:
-                    await stack.enter_async_context(source)  # type: ignore[arg-type]
+                    await stack.enter_async_context(source)
                     tools.extend(source.tools)
                 self._check_unique(tools)
                 self.log.start(

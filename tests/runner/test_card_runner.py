@@ -64,7 +64,9 @@ def events(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines()]
 
 
-def runner(turns: list[dict[str, Any]], log: RunLog, notes: dict[str, str], **limits: int) -> CardRunner:
+def runner(
+    turns: list[dict[str, Any]], log: RunLog, notes: dict[str, str], **limits: int
+) -> CardRunner:
     return CardRunner(
         ScriptedChatClient(Script.model_validate({"turns": turns})),
         instructions="Do the card.",
@@ -80,7 +82,11 @@ async def test_card_done_with_function_and_mcp_tools(tmp_path: Path) -> None:
     log_path = tmp_path / "run.jsonl"
     turns = [
         {"calls": [{"name": "add", "arguments": {"a": 2, "b": 3}, "expect": {"equals": "5"}}]},
-        {"calls": [{"name": "write_note", "arguments": {"text": "5"}, "expect": {"equals": "written"}}]},
+        {
+            "calls": [
+                {"name": "write_note", "arguments": {"text": "5"}, "expect": {"equals": "written"}}
+            ]
+        },
         {"text": "The note says 5.\nRESULT: done"},
     ]
     with RunLog(log_path) as log:
@@ -132,8 +138,10 @@ async def test_round_limit_fails_with_reason_in_log(tmp_path: Path) -> None:
 async def test_token_budget_fails_with_reason_in_log(tmp_path: Path) -> None:
     log_path = tmp_path / "run.jsonl"
     turns = [
-        {"calls": [{"name": "echo", "arguments": {"text": "x"}}],
-         "usage": {"input_tokens": 600, "output_tokens": 10}}
+        {
+            "calls": [{"name": "echo", "arguments": {"text": "x"}}],
+            "usage": {"input_tokens": 600, "output_tokens": 10},
+        }
         for _ in range(5)
     ]
     with RunLog(log_path) as log:

@@ -36,9 +36,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("card", type=Path, help="the card file (Markdown with front matter)")
-    parser.add_argument(
-        "--config", type=Path, help="a TOML config file (see examples/configs/)"
-    )
+    parser.add_argument("--config", type=Path, help="a TOML config file (see examples/configs/)")
     parser.add_argument(
         "--model",
         help="litellm model string, e.g. anthropic/claude-sonnet-4-5 or openai/gpt-5; "
@@ -47,9 +45,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--max-rounds", type=int, help="model requests before the run stops (default 60)"
     )
-    parser.add_argument(
-        "--max-tokens", type=int, help="token budget of the run (default 400,000)"
-    )
+    parser.add_argument("--max-tokens", type=int, help="token budget of the run (default 400,000)")
     parser.add_argument("--log", type=Path, help="the JSON-lines run log (default: run folder)")
     parser.add_argument(
         "--transcript", type=Path, help="scripted model: play this transcript instead"
@@ -68,8 +64,16 @@ def _needs_headless_desktop(mode: str) -> bool:
 def _rerun_in_headless_desktop(argv: list[str]) -> int:
     # The desktop (Xvfb + D-Bus + AT-SPI) is loopkit_ui's; reach it as a command, not an import.
     env = {**os.environ, "LOOPKIT_IN_HEADLESS_SESSION": "1"}
-    command = [sys.executable, "-m", "loopkit_ui.session", "--",
-               sys.executable, "-m", "loopkit.demo", *argv]
+    command = [
+        sys.executable,
+        "-m",
+        "loopkit_ui.session",
+        "--",
+        sys.executable,
+        "-m",
+        "loopkit.demo",
+        *argv,
+    ]
     try:
         return subprocess.call(command, env=env)
     except KeyboardInterrupt:

@@ -102,7 +102,7 @@ def local_tools(config: RunnerConfig, scratch: ScratchRepo) -> ToolSource:
 
 
 async def run_demo(config: RunnerConfig, card_path: Path, console: Console) -> int:
-    """Run ``card_path``; print the first line, a live line and the summary; return the exit code."""
+    """Run ``card_path``: first line, live line, summary; returns the exit code."""
     console.print(first_line(config, card_path))
     if not config.scripted:
         from loopkit.providers.litellm import start_background_import
@@ -130,7 +130,9 @@ async def run_demo(config: RunnerConfig, card_path: Path, console: Console) -> i
         )
         return 2
     if card.state is not CardState.NEW:
-        console.print(f"[yellow]note:[/yellow] the card is in state {card.state.value}; running it again")
+        console.print(
+            f"[yellow]note:[/yellow] the card is in state {card.state.value}; running it again"
+        )
     try:
         scratch = create_scratch_repo(config.app_source, runs_dir, card_path.stem)
         model = make_model(config, card_path)
@@ -156,11 +158,7 @@ async def run_demo(config: RunnerConfig, card_path: Path, console: Console) -> i
         with progress:
             outcome = await runner.run(card)
     commits = scratch.commits_since(base)
-    commit = None
-    if commits:
-        last = commits[0]
-        files = ", ".join(str(f) for f in last["files"])  # type: ignore[union-attr]
-        commit = f"{str(last['id'])[:10]} {last['subject']} ({files})"
+    commit = commits[0].describe() if commits else None
     result: RunResult = outcome.result
     console.print(
         summary_table(

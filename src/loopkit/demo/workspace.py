@@ -30,6 +30,16 @@ class WorkspaceError(RuntimeError):
     """The scratch repository could not be created."""
 
 
+@dataclass(frozen=True, slots=True)
+class Commit:
+    id: str
+    subject: str
+    files: list[str]
+
+    def describe(self) -> str:
+        return f"{self.id[:10]} {self.subject} ({', '.join(self.files)})"
+
+
 @dataclass(slots=True)
 class ScratchRepo:
     """A run's folder: ``repo`` (the git repository) and the run log beside it."""
@@ -47,19 +57,21 @@ class ScratchRepo:
             check=False,
         )
         if done.returncode != 0:
-            raise WorkspaceError(f"git {' '.join(args)} failed in {self.repo}: {done.stderr.strip()}")
+            raise WorkspaceError(
+                f"git {' '.join(args)} failed in {self.repo}: {done.stderr.strip()}"
+            )
         return done.stdout
 
     def head(self) -> str:
         return self.git("rev-parse", "HEAD").strip()
 
-    def commits_since(self, base: str) -> list[dict[str, object]]:
-        """The commits after ``base``: id, first line, changed files."""
-        out: list[dict[str, object]] = []
+    def commits_since(self, base: str) -> list[Commit]:
+        """The commits after ``base``, newest first."""
+        out: list[Commit] = []
         for line in self.git("log", "--format=%H%x09%s", f"{base}..HEAD").splitlines():
             sha, _, subject = line.partition("\t")
             files = self.git("show", "--name-only", "--format=", sha).split()
-            out.append({"id": sha, "subject": subject, "files": files})
+            out.append(Commit(sha, subject, files))
         return out
 
 
