@@ -1,31 +1,58 @@
-"""Middleware: each one a :class:`DelegatingChatClient` wrapping the next client."""
+"""Middleware: each one a :class:`DelegatingChatClient` wrapping the next client.
 
-from loopkit.middleware.delegating import DelegatingChatClient
-from loopkit.middleware.function_invocation import (
-    FunctionInvocationOptions,
-    FunctionInvokingChatClient,
-    ToolInvocation,
-    ToolInvocationListener,
-    cut_result,
-    tool_result_to_text,
-)
-from loopkit.middleware.retry import RetryingChatClient, RetryPolicy, is_transient
-from loopkit.middleware.run_log import RunLog, RunLogChatClient, redact
-from loopkit.middleware.token_budget import TokenBudgetChatClient
+Names are loaded on first use (as in :mod:`loopkit`): importing one middleware module, e.g. the
+builder importing ``loopkit.middleware.delegating``, must not load the others' dependencies
+(structlog and rich for the run log, tenacity for retries).
+"""
 
-__all__ = [
-    "DelegatingChatClient",
-    "FunctionInvocationOptions",
-    "FunctionInvokingChatClient",
-    "RetryPolicy",
-    "RetryingChatClient",
-    "RunLog",
-    "RunLogChatClient",
-    "TokenBudgetChatClient",
-    "ToolInvocation",
-    "ToolInvocationListener",
-    "cut_result",
-    "is_transient",
-    "redact",
-    "tool_result_to_text",
-]
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+_EXPORTS: dict[str, str] = {
+    "DelegatingChatClient": "loopkit.middleware.delegating",
+    "FunctionInvocationOptions": "loopkit.middleware.function_invocation",
+    "FunctionInvokingChatClient": "loopkit.middleware.function_invocation",
+    "ToolInvocation": "loopkit.middleware.function_invocation",
+    "ToolInvocationListener": "loopkit.middleware.function_invocation",
+    "cut_result": "loopkit.middleware.function_invocation",
+    "tool_result_to_text": "loopkit.middleware.function_invocation",
+    "RetryPolicy": "loopkit.middleware.retry",
+    "RetryingChatClient": "loopkit.middleware.retry",
+    "is_transient": "loopkit.middleware.retry",
+    "RunLog": "loopkit.middleware.run_log",
+    "RunLogChatClient": "loopkit.middleware.run_log",
+    "redact": "loopkit.middleware.run_log",
+    "TokenBudgetChatClient": "loopkit.middleware.token_budget",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'loopkit.middleware' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later lookups skip __getattr__
+    return value
+
+
+def __dir__() -> list[str]:
+    return [*globals(), *__all__]
+
+
+if TYPE_CHECKING:
+    from loopkit.middleware.delegating import DelegatingChatClient
+    from loopkit.middleware.function_invocation import (
+        FunctionInvocationOptions,
+        FunctionInvokingChatClient,
+        ToolInvocation,
+        ToolInvocationListener,
+        cut_result,
+        tool_result_to_text,
+    )
+    from loopkit.middleware.retry import RetryingChatClient, RetryPolicy, is_transient
+    from loopkit.middleware.run_log import RunLog, RunLogChatClient, redact
+    from loopkit.middleware.token_budget import TokenBudgetChatClient
