@@ -1,0 +1,523 @@
+"""The Linux backend: AT-SPI over D-Bus, with synthesized input and event-driven confirmation.
+
+Every action follows one pattern (:meth:`AtspiBackend._act`): note the top-level windows (and,
+with ``diff``, the tree), deliver the input, wait for the application's accessibility events to
+start and then settle (or for the caller's expectation), then report windows opened/closed, the
+active dialog and the diff. Clicks go through synthesized input at the element's centre by
+default; ``method="action"`` uses the accessible action ("Press", ~100 ms slower in Qt).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from loopkit_ui.backends import atspi_constants as C
+from loopkit_ui.backends.atspi_core import AtspiCore, a11y_bus_address
+from loopkit_ui.backends.atspi_input import parse_keys
+from loopkit_ui.backends.atspi_tree import TEXT_ROLES
+from loopkit_ui.backends.protocol import (
+    ActionResult,
+    ClickMethod,
+    ElementDisabledError,
+    ElementNotFoundError,
+    ElementVanishedError,
+    Expectation,
+    Locator,
+    MouseButton,
+    TreeNode,
+    UIError,
+    WaitCondition,
+    WaitResult,
+    WindowReport,
+)
+from loopkit_ui.diff import diff_trees
+
+__all__ = ["AtspiBackend", "a11y_bus_address"]
+
+_PRESS_ACTIONS = ("press", "click", "activate", "toggle", "jump", "open")
+
+
+class AtspiBackend(AtspiCore):
+    """AT-SPI backend (Linux). Configure the application by ``app_name`` or ``pid``."""
+
+    # -- the action pattern ------------------------------------------------------------------
+
+    def _act(
+        self,
+        action: str,
+        label: str,
+        perform: Callable[[], object],
+        *,
+        expect: Expectation | None = None,
+        diff: bool = False,
+        verify: Callable[[], tuple[bool, str]] | None = None,
+        verify_timeout: float = 2.0,
+    ) -> ActionResult:
+        start = time.perf_counter()
+        monitor = self.monitor
+        before_windows = set(self.reader.toplevels())
+        before_nodes = self._read_nodes()[0] if diff else None
+        seq = monitor.seq
+        perform()
+        success, effect, detail = True, "", None
+        if expect is not None and (expect.appear or expect.disappear):
+            success, effect = self._await_expectation(expect)
+        elif verify is not None:
+            ok: list[tuple[bool, str]] = []
+
+            def check() -> bool:
+                ok[:] = [verify()]
+                return ok[0][0]
+
+            success = monitor.wait_until(check, timeout=verify_timeout)
+            effect = "confirmed by reading back" if success else "not confirmed"
+            detail = ok[0][1] if ok else None
+        else:
+            events = monitor.wait_settled(
+                seq, first=self.settle_first, quiet=self.settle_quiet, cap=self.settle_cap
+            )
+            effect = (
+                f"{len(events)} accessibility events, then quiet"
+                if events
+                else f"no accessibility event within {self.settle_first * 1000:.0f} ms "
+                "(the action may have had no effect)"
+            )
+        windows = self._windows()
+        after = {path for path, _ in windows}
+        titles = {path: self._window_label(info) for path, info in windows}
+        opened = [titles[p] for p in after - before_windows]
+        closed = [p for p in before_windows - after]
+        # Windows that opened and closed again during the action show up only as events.
+        transient = {
+            e.path: e.window_title or "?"
+            for e in monitor.since(seq)
+            if e.kind in ("Window:Activate", "Window:Create")
+            and e.path not in after
+            and e.path not in before_windows
+        }
+        opened += list(transient.values())
+        closed_labels = [self._closed_label(p) for p in closed] + list(transient.values())
+        dialogs = [info for _, info in windows if info.is_dialog]
+        active = next((d for d in dialogs if d.active), dialogs[-1] if dialogs else None)
+        tree_diff = diff_trees(before_nodes, self._read_nodes()[0]) if before_nodes else None
+        return ActionResult(
+            success=success,
+            id=label,
+            action=action,
+            ms=round((time.perf_counter() - start) * 1000, 1),
+            effect=effect,
+            active_dialog=self._window_label(active) if active else None,
+            windows=WindowReport(count=len(windows), opened=opened, closed=closed_labels),
+            diff=tree_diff,
+            detail=detail,
+        )
+
+    def _closed_label(self, path: str) -> str:
+        if self._index is not None and path in self._index.by_key:
+            node = self._index.by_key[path]
+            return node.name + (f" #{node.id}" if node.id else "")
+        return path.rsplit("/", 1)[-1]
+
+    def _await_expectation(self, expect: Expectation) -> tuple[bool, str]:
+        missing: list[str] = []
+
+        def present(target: str) -> bool:
+            try:
+                node = self._find(Locator(target=target))
+            except ElementNotFoundError:
+                return False
+            return "hidden" not in self._tree_node_states(node)
+
+        def check() -> bool:
+            missing[:] = [t for t in expect.appear if not present(t)]
+            missing.extend(f"{t} (still there)" for t in expect.disappear if present(t))
+            return not missing
+
+        if self.monitor.wait_until(check, timeout=expect.timeout):
+            return True, "expected elements appeared/disappeared"
+        return False, f"expectation not met after {expect.timeout:g} s: {', '.join(missing)}"
+
+    def _tree_node_states(self, node: TreeNode) -> list[str]:
+        from loopkit_ui.backends.atspi_tree import visible_states
+
+        try:
+            return visible_states(self.reader.states(node.key))
+        except ElementVanishedError:
+            return ["hidden"]
+
+    # -- targets -----------------------------------------------------------------------------
+
+    def _target(self, locator: Locator, *, need_enabled: bool = True) -> tuple[TreeNode, str]:
+        """Resolve, check it is usable, and return the node and its label for answers."""
+        node = self._find(locator)
+        try:
+            states = self.reader.states(node.key)
+        except ElementVanishedError:
+            node = self._refind(locator)
+            states = self.reader.states(node.key)
+        label = locator.describe()
+        if need_enabled and "enabled" not in states and "sensitive" not in states:
+            raise ElementDisabledError(f"{label} is disabled; it cannot be used now")
+        self._check_modal(node, label)
+        return node, label
+
+    def _check_modal(self, node: TreeNode, label: str) -> None:
+        """Refuse input to a window behind a modal dialog: a user could not do it either, and
+        a click there might land on the dialog. Qt reports no "modal" state, so message boxes
+        (role alert, always modal in Qt) count as modal, and so does any dialog covering the
+        element's centre."""
+        windows = self._windows()
+        dialogs = [(p, w) for p, w in windows if w.is_dialog]
+        if not dialogs:
+            return
+        top = self._window_path_of(node)
+        if top is None or any(top == p for p, _ in dialogs):
+            return
+        point = self._center(node, label)
+        for _path, info in reversed(dialogs):
+            covered = point is not None and info.bounds is not None and _inside(point, info.bounds)
+            if info.modal or info.role == "alert" or covered:
+                raise UIError(
+                    f"{label} is behind the open dialog {self._window_label(info)!r}; "
+                    "answer or close the dialog first"
+                )
+
+    def _window_path_of(self, node: TreeNode) -> str | None:
+        key = node.parent if node.role == "table cell" and node.parent else node.key
+        window = self._window_of(key)
+        return window.key if window is not None else None
+
+    def _center(self, node: TreeNode, label: str) -> tuple[int, int] | None:
+        try:
+            x, y, w, h = self.reader.extents(node.key)
+        except (UIError, Exception):
+            return None
+        if w <= 0 or h <= 0 or x < 0 or y < 0:
+            return None
+        return x + w // 2, y + h // 2
+
+    def _do_action(self, node: TreeNode, label: str, preferred: tuple[str, ...]) -> str:
+        count = self.reader.call(node.key, C.PROPERTIES, "Get", "ss", (C.ACTION, "NActions"))[0]
+        names = [
+            self.reader.call(node.key, C.ACTION, "GetName", "i", (i,))[0] for i in range(count)
+        ]
+        for wanted in preferred:
+            for i, name in enumerate(names):
+                if name.lower() == wanted:
+                    self.reader.call(node.key, C.ACTION, "DoAction", "i", (i,))
+                    return name
+        raise UIError(
+            f"{label} offers no {'/'.join(preferred)} action (it has: {', '.join(names) or 'none'})"
+        )
+
+    # -- actions -----------------------------------------------------------------------------
+
+    def click(
+        self,
+        locator: Locator,
+        *,
+        button: MouseButton = "left",
+        count: int = 1,
+        method: ClickMethod = "auto",
+        expect: Expectation | None = None,
+        diff: bool = False,
+    ) -> ActionResult:
+        """Click (``count=2``: double-click) and wait for the effect."""
+        if count not in (1, 2, 3):
+            raise UIError(f"count must be 1, 2 or 3, got {count}")
+
+        def run() -> ActionResult:
+            node, label = self._target(locator)
+            point = self._center(node, label) if method != "action" else None
+            if method == "input" and point is None:
+                raise UIError(f"{label} is not on screen (no extents); it cannot be clicked")
+            name = {"left": "click", "right": "right_click", "middle": "middle_click"}[button]
+            name = "double_click" if count == 2 else name
+            if point is not None:
+                return self._act(
+                    name,
+                    label,
+                    lambda: self.input.click(*point, button=button, count=count),
+                    expect=expect,
+                    diff=diff,
+                )
+            if button != "left" or count != 1:
+                raise UIError(f"{label}: only a single left click can use the accessible action")
+            return self._act(
+                name,
+                label,
+                lambda: self._do_action(node, label, _PRESS_ACTIONS),
+                expect=expect,
+                diff=diff,
+            )
+
+        return self._guarded(run)
+
+    def hover(self, locator: Locator) -> ActionResult:
+        """Move the pointer over the element's centre."""
+
+        def run() -> ActionResult:
+            node, label = self._target(locator, need_enabled=False)
+            point = self._center(node, label)
+            if point is None:
+                raise UIError(f"{label} is not on screen; cannot hover over it")
+            return self._act("hover", label, lambda: self.input.move(*point))
+
+        return self._guarded(run)
+
+    def _focus(self, node: TreeNode, label: str) -> None:
+        if "focused" in self.reader.states(node.key):
+            return
+        point = self._center(node, label)
+        seq = self.monitor.seq
+        if point is not None:
+            self.input.click(*point)
+        else:
+            self.reader.call(node.key, C.COMPONENT, "GrabFocus")
+
+        def focused() -> bool:
+            return "focused" in self.reader.states(node.key)
+
+        self.monitor.wait_until(focused, timeout=1.0, recheck=0.02)
+        del seq
+
+    def type_text(
+        self, locator: Locator, text: str, *, clear: bool = True, diff: bool = False
+    ) -> ActionResult:
+        """Focus a text field and type ``text`` like a user (select all first when ``clear``)."""
+
+        def run() -> ActionResult:
+            node, label = self._target(locator)
+            info = self.reader.element(node.key)
+            if info.role not in TEXT_ROLES and "editable" not in info.states:
+                raise UIError(
+                    f"{label} is a {info.role}, not a text field; use set_cell for table cells "
+                    "or press_keys to send keys to it"
+                )
+            before = info.text or ""
+            expected = text if clear else before + text
+
+            def perform() -> None:
+                self._focus(node, label)
+                if clear:
+                    self.input.keys(parse_keys("ctrl+a"))
+                    if not text:
+                        self.input.keys(parse_keys("Delete"))
+                self.input.type_string(text)
+
+            def verify() -> tuple[bool, str]:
+                actual = self.reader.element(node.key).text or ""
+                return actual == expected, f"text is now {actual!r}"
+
+            return self._act("type_text", label, perform, diff=diff, verify=verify)
+
+        return self._guarded(run)
+
+    def press_keys(
+        self, keys: str, *, locator: Locator | None = None, diff: bool = False
+    ) -> ActionResult:
+        """Press keys (``"ctrl+s"``, ``"Enter"``, ``"shift+Tab Tab"``) on the focused element,
+        or on ``locator`` after focusing it."""
+        try:
+            strokes = parse_keys(keys)
+        except ValueError as error:
+            raise UIError(str(error)) from error
+
+        def run() -> ActionResult:
+            label = "(focused element)"
+            node = None
+            if locator is not None:
+                node, label = self._target(locator)
+
+            def perform() -> None:
+                if node is not None:
+                    self._focus(node, label)
+                self.input.keys(strokes)
+
+            return self._act("press_keys", label, perform, diff=diff)
+
+        return self._guarded(run)
+
+    def select_item(self, locator: Locator, item: str, *, diff: bool = False) -> ActionResult:
+        """Select a child of a list, tab list or combo box by name (or index, ``"#2"``)."""
+
+        def run() -> ActionResult:
+            node, label = self._target(locator)
+            children = self.reader.call(node.key, C.ACCESSIBLE, "GetChildren")[0]
+            names = [
+                self.reader.call(p, C.PROPERTIES, "Get", "ss", (C.ACCESSIBLE, "Name"))[0]
+                for _, p in children
+            ]
+            if item.startswith("#") and item[1:].isdigit():
+                index = int(item[1:])
+            elif item in names:
+                index = names.index(item)
+            else:
+                raise ElementNotFoundError(
+                    f"{label} has no item {item!r}; items: {', '.join(map(repr, names[:30]))}"
+                )
+            if not 0 <= index < len(children):
+                raise ElementNotFoundError(f"{label} has {len(children)} items; no index {index}")
+            child = TreeNode(key=children[index][1], parent=node.key, depth=0, role="list item")
+            point = self._center(child, label)
+            states = self.reader.states(child.key)
+
+            def perform() -> None:
+                if point is not None and "showing" in states:
+                    self.input.click(*point)
+                else:
+                    self.reader.call(node.key, C.SELECTION, "SelectChild", "i", (index,))
+
+            def verify() -> tuple[bool, str]:
+                now = self.reader.states(child.key)
+                return "selected" in now, f"item {names[index]!r} selected: {'selected' in now}"
+
+            return self._act(
+                f"select_item {names[index]!r}", label, perform, diff=diff, verify=verify
+            )
+
+        return self._guarded(run)
+
+    def drag_and_drop(
+        self, source: Locator, target: Locator, *, diff: bool = False
+    ) -> ActionResult:
+        """Press on ``source``, move to ``target`` in steps, release."""
+
+        def run() -> ActionResult:
+            src, src_label = self._target(source)
+            dst, dst_label = self._target(target, need_enabled=False)
+            start, end = self._center(src, src_label), self._center(dst, dst_label)
+            if start is None or end is None:
+                raise UIError("both elements of a drag and drop must be on screen")
+
+            def perform() -> None:
+                self.input.press(*start)
+                steps = 5
+                for i in range(1, steps + 1):
+                    # Qt starts a drag only after the pointer moved past the drag distance in
+                    # separate motion events; give its event loop a moment between them.
+                    time.sleep(0.02)
+                    x = start[0] + (end[0] - start[0]) * i // steps
+                    y = start[1] + (end[1] - start[1]) * i // steps
+                    self.input.move(x, y)
+                time.sleep(0.02)
+                self.input.release(*end)
+
+            return self._act("drag_and_drop", f"{src_label} -> {dst_label}", perform, diff=diff)
+
+        return self._guarded(run)
+
+    def set_cell(self, locator: Locator, text: str, *, diff: bool = False) -> ActionResult:
+        """Edit a table cell like a user: double-click it, replace the text, press Enter."""
+        if locator.row is None or locator.column is None:
+            raise UIError(f"set_cell needs row and column (got {locator.describe()})")
+
+        def run() -> ActionResult:
+            node, label = self._target(locator)
+            point = self._center(node, label)
+            if point is None:
+                raise UIError(f"{label} is not on screen (scroll it into view first)")
+
+            def perform() -> None:
+                seq = self.monitor.seq
+                self.input.click(*point, count=2)
+                # The editor opens as a new focused text child of the table.
+                self.monitor.wait_settled(seq, first=0.5, quiet=self.settle_quiet, cap=1.0)
+                self.input.keys(parse_keys("ctrl+a"))
+                self.input.type_string(text)
+                self.input.keys(parse_keys("Enter"))
+
+            def verify() -> tuple[bool, str]:
+                cell = self._find(locator)
+                name = self.reader.call(
+                    cell.key, C.PROPERTIES, "Get", "ss", (C.ACCESSIBLE, "Name")
+                )[0]
+                return name == text, f"cell text is now {name!r}"
+
+            return self._act("set_cell", label, perform, diff=diff, verify=verify)
+
+        return self._guarded(run)
+
+    # -- waiting -----------------------------------------------------------------------------
+
+    def wait_for(
+        self,
+        locator: Locator,
+        condition: WaitCondition,
+        *,
+        value: str | None = None,
+        timeout: float = 5.0,
+    ) -> WaitResult:
+        """Wait (event-driven) until the element appears, disappears, is enabled/disabled or
+        visible, or its value/text equals ``value``."""
+        if condition in ("value", "text") and value is None:
+            raise UIError(f"wait_for {condition!r} needs a value to wait for")
+
+        def run() -> WaitResult:
+            start = time.perf_counter()
+            actual: list[str | None] = [None]
+
+            def check() -> bool:
+                try:
+                    info = self._element(locator)
+                except (ElementNotFoundError, ElementVanishedError):
+                    actual[0] = "absent"
+                    return condition == "disappear"
+                actual[0] = {
+                    "appear": "visible" if info.visible else "hidden",
+                    "disappear": "visible" if info.visible else "hidden",
+                    "visible": "visible" if info.visible else "hidden",
+                    "enabled": "enabled" if info.enabled else "disabled",
+                    "disabled": "enabled" if info.enabled else "disabled",
+                    "value": info.value,
+                    "text": info.text,
+                }[condition]
+                if condition in ("appear", "visible"):
+                    return info.visible
+                if condition == "disappear":
+                    return not info.visible
+                if condition == "enabled":
+                    return info.enabled
+                if condition == "disabled":
+                    return not info.enabled
+                return actual[0] == value
+
+            ok = self.monitor.wait_until(check, timeout=timeout)
+            return WaitResult(
+                success=ok,
+                id=locator.describe(),
+                condition=condition if value is None else f"{condition} == {value!r}",
+                ms=round((time.perf_counter() - start) * 1000, 1),
+                actual=actual[0],
+            )
+
+        return self._guarded(run)
+
+    # -- screenshots -------------------------------------------------------------------------
+
+    def screenshot(self, path: str, *, locator: Locator | None = None) -> str:
+        """Save a PNG of the whole screen, or of one element; returns the path."""
+        from PIL import ImageGrab
+
+        box = None
+        if locator is not None:
+
+            def bounds() -> tuple[int, int, int, int]:
+                node, label = self._target(locator, need_enabled=False)
+                x, y, w, h = self.reader.extents(node.key)
+                if w <= 0 or h <= 0:
+                    raise UIError(f"{label} has no area on screen")
+                return x, y, x + w, y + h
+
+            box = self._guarded(bounds)
+        if not self.display:
+            raise UIError("no DISPLAY to take a screenshot from")
+        image = ImageGrab.grab(bbox=box, xdisplay=self.display)
+        image.save(path, "PNG")
+        return path
+
+
+def _inside(point: tuple[int, int], bounds: tuple[int, int, int, int]) -> bool:
+    x, y, w, h = bounds
+    return x <= point[0] < x + w and y <= point[1] < y + h

@@ -1,0 +1,469 @@
+"""The AT-SPI backend's core: the bus connection, finding the application, the lookup index,
+top-level windows and the read operations. Actions live in ``atspi.py`` on top of this."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+from loopkit_ui.backends import atspi_constants as C
+from loopkit_ui.backends.atspi_events import EventMonitor, register_listeners
+from loopkit_ui.backends.atspi_input import InputSynth
+from loopkit_ui.backends.atspi_tree import DIALOG_ROLES, AppRef, RawNode, TreeReader
+from loopkit_ui.backends.dbus_client import DBusCallError, DBusClient, DBusTimeout
+from loopkit_ui.backends.lookup import resolve, top_level_of
+from loopkit_ui.backends.protocol import (
+    AppInfo,
+    AppNotFoundError,
+    ElementInfo,
+    ElementNotFoundError,
+    ElementVanishedError,
+    Locator,
+    TreeNode,
+    TreeSnapshot,
+    UIError,
+    UITimeoutError,
+    WindowInfo,
+)
+
+__all__ = ["AtspiCore", "a11y_bus_address"]
+
+_T = TypeVar("_T")
+
+
+def a11y_bus_address(env: dict[str, str] | None = None) -> str:
+    """The accessibility bus address: ``AT_SPI_BUS_ADDRESS``, else asked from the session bus."""
+    env = dict(os.environ) if env is None else env
+    if env.get("AT_SPI_BUS_ADDRESS"):
+        return env["AT_SPI_BUS_ADDRESS"]
+    session = env.get("DBUS_SESSION_BUS_ADDRESS")
+    if not session:
+        raise AppNotFoundError(
+            "no accessibility bus: neither AT_SPI_BUS_ADDRESS nor DBUS_SESSION_BUS_ADDRESS is set "
+            "(run inside a desktop session, e.g. python -m loopkit_ui.session -- ...)"
+        )
+    client = DBusClient(session)
+    try:
+        return str(client.call("org.a11y.Bus", "/org/a11y/bus", "org.a11y.Bus", "GetAddress")[0])
+    except (DBusCallError, DBusTimeout) as error:
+        raise AppNotFoundError(f"the session bus has no accessibility bus: {error}") from error
+    finally:
+        client.close()
+
+
+def _cmdline(pid: int | None) -> list[str]:
+    if pid is None:
+        return []
+    try:
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return []
+    return [part.decode(errors="replace") for part in raw.split(b"\0") if part]
+
+
+def _matches_process(wanted: str, name: str, pid: int | None) -> bool:
+    """An app matches by accessible name, or by a word of its command line
+    (``python -m invoice_app`` matches ``invoice_app``; ``/x/mini_app.py`` matches ``mini_app``)."""
+    if wanted.casefold() == name.casefold():
+        return True
+    for token in _cmdline(pid):
+        base = os.path.basename(token)
+        if wanted in (token, base, base.removesuffix(".py")):
+            return True
+    return False
+
+
+def explicit_id(raw: str) -> str | None:
+    """Qt reports a generated ``QApplication.Parent.Child`` path when no accessible id was set;
+    that is no id (and usually not unique), so it is reported as None."""
+    if not raw or raw == "QApplication" or raw.startswith("QApplication."):
+        return None
+    return raw
+
+
+@dataclass
+class _Index:
+    structure: int
+    names: int
+    nodes: list[TreeNode]
+    by_key: dict[str, TreeNode]
+
+
+class AtspiCore:
+    """Connection, application, index and reads (see :class:`AtspiBackend`)."""
+
+    name = "atspi"
+
+    def __init__(
+        self,
+        *,
+        app_name: str | None = None,
+        pid: int | None = None,
+        bus_address: str | None = None,
+        timeout: float = 5.0,
+        attach_timeout: float = 3.0,
+        settle_first: float = 0.3,
+        settle_quiet: float = 0.015,
+        settle_cap: float = 2.0,
+        display: str | None = None,
+    ) -> None:
+        self.app_name = app_name
+        self.pid = pid
+        self.timeout = timeout
+        self.attach_timeout = attach_timeout
+        self.settle_first = settle_first
+        self.settle_quiet = settle_quiet
+        self.settle_cap = settle_cap
+        self.display = display or os.environ.get("DISPLAY")
+        self._bus_address = bus_address
+        self._client: DBusClient | None = None
+        self._app: AppRef | None = None
+        self._app_gone = False
+        self._reader: TreeReader | None = None
+        self._monitor: EventMonitor | None = None
+        self._input: InputSynth | None = None
+        self._index: _Index | None = None
+        # One operation at a time: actions must not interleave (their event windows overlap).
+        self._lock = threading.RLock()
+
+    # -- connection and application ----------------------------------------------------------
+
+    def _connect(self) -> DBusClient:
+        if self._client is None or self._client.closed:
+            address = self._bus_address or a11y_bus_address()
+            try:
+                client = DBusClient(address, connect_timeout=self.timeout)
+            except OSError as error:
+                raise AppNotFoundError(
+                    f"cannot connect to the accessibility bus {address!r}: {error}"
+                ) from error
+            register_listeners(client, self.timeout)
+            client.add_match(
+                "type='signal',sender='org.freedesktop.DBus',member='NameOwnerChanged'",
+                timeout=self.timeout,
+            )
+            client.subscribe(
+                lambda m: m.member == "NameOwnerChanged" and m.sender == "org.freedesktop.DBus",
+                self._on_owner_changed,
+            )
+            self._client = client
+            self._input = InputSynth(client, timeout=self.timeout)
+        return self._client
+
+    def _on_owner_changed(self, message: Any) -> None:
+        name, _old, new = message.body
+        if self._app is not None and name == self._app.bus and not new:
+            self._app_gone = True
+
+    def _applications(self) -> list[AppRef]:
+        client = self._connect()
+        refs = client.call(
+            C.REGISTRY, C.REGISTRY_ROOT, C.ACCESSIBLE, "GetChildren", timeout=self.timeout
+        )[0]
+        apps = []
+        for bus, root in refs:
+            try:
+                name = client.call(
+                    bus, root, C.PROPERTIES, "Get", "ss", (C.ACCESSIBLE, "Name"), timeout=1.0
+                )[0]
+                pid = client.call(
+                    "org.freedesktop.DBus",
+                    "/org/freedesktop/DBus",
+                    "org.freedesktop.DBus",
+                    "GetConnectionUnixProcessID",
+                    "s",
+                    (bus,),
+                    timeout=1.0,
+                )[0]
+            except (DBusCallError, DBusTimeout):
+                continue  # an application that is exiting
+            apps.append(AppRef(bus, root, name, pid))
+        return apps
+
+    def _select(self, apps: list[AppRef]) -> AppRef | None:
+        if self.pid is not None:
+            found = [a for a in apps if a.pid == self.pid]
+        elif self.app_name:
+            found = [a for a in apps if _matches_process(self.app_name, a.name, a.pid)]
+        else:
+            found = apps
+        if len(found) > 1:
+            listed = ", ".join(f"{a.name!r} (pid {a.pid})" for a in found)
+            wanted = self.app_name or "any application"
+            raise AppNotFoundError(
+                f"{len(found)} running applications match {wanted!r}: {listed}; "
+                "give a pid or a more specific app name"
+            )
+        return found[0] if found else None
+
+    def attach(self) -> AppInfo:
+        """Find the application (waiting up to ``attach_timeout`` for it to register)."""
+        with self._lock:
+            app = self._ensure_app()
+            return AppInfo(name=app.name, pid=app.pid, toolkit="Qt" if app.bus else None)
+
+    def _ensure_app(self) -> AppRef:
+        if self._app is not None and not self._app_gone:
+            return self._app
+        self._detach()
+        deadline = time.monotonic() + self.attach_timeout
+        while True:
+            apps = self._applications()
+            app = self._select(apps)
+            if app is not None:
+                break
+            if time.monotonic() >= deadline:
+                wanted = f"pid {self.pid}" if self.pid is not None else repr(self.app_name)
+                running = ", ".join(f"{a.name!r} (pid {a.pid})" for a in apps) or "none"
+                raise AppNotFoundError(
+                    f"application {wanted} is not running (or exposes no accessibility tree; "
+                    f"Qt needs QT_LINUX_ACCESSIBILITY_ALWAYS_ON=1). Running applications: {running}"
+                )
+            time.sleep(0.1)
+        client = self._connect()
+        self._app = app
+        self._app_gone = False
+        self._reader = TreeReader(client, app, timeout=self.timeout)
+        self._monitor = EventMonitor(client, app.bus)
+        return app
+
+    def _detach(self) -> None:
+        if self._monitor is not None:
+            self._monitor.close()
+        self._app = self._reader = self._monitor = self._index = None
+
+    def close(self) -> None:
+        """Drop the application and close the bus connection."""
+        with self._lock:
+            self._detach()
+            if self._client is not None:
+                self._client.close()
+                self._client = None
+
+    def _guarded(self, fn: Callable[[], _T]) -> _T:
+        """Run ``fn`` under the operation lock with the application attached; bus timeouts
+        become UITimeoutError, and a vanished application AppNotFoundError."""
+        with self._lock:
+            self._ensure_app()
+            try:
+                return fn()
+            except DBusTimeout as error:
+                raise UITimeoutError(
+                    f"the application did not answer in time ({error}); a modal dialog or a busy "
+                    "UI thread may be blocking it"
+                ) from error
+            except DBusCallError as error:
+                if "ServiceUnknown" in error.name or self._app_gone:
+                    raise AppNotFoundError(f"the application is gone: {error}") from error
+                raise UIError(f"accessibility call failed: {error}") from error
+
+    @property
+    def reader(self) -> TreeReader:
+        assert self._reader is not None
+        return self._reader
+
+    @property
+    def monitor(self) -> EventMonitor:
+        assert self._monitor is not None
+        return self._monitor
+
+    @property
+    def input(self) -> InputSynth:
+        assert self._input is not None
+        return self._input
+
+    # -- the index: a cached snapshot for lookups, refreshed when events say it changed -------
+
+    def _read_nodes(
+        self, root: str | None = None, budget: int = 5000
+    ) -> tuple[list[TreeNode], bool]:
+        raw, truncated = self.reader.read(root, budget=budget)
+        return [self._tree_node(n) for n in raw], truncated
+
+    @staticmethod
+    def _tree_node(raw: RawNode) -> TreeNode:
+        node = raw.to_tree_node()
+        node.id = explicit_id(raw.id)
+        return node
+
+    def _index_nodes(self, *, need_names: bool, fresh: bool = False) -> tuple[_Index, bool]:
+        monitor = self.monitor
+        index = self._index
+        valid = (
+            index is not None
+            and not fresh
+            and index.structure == monitor.structure_generation
+            and (not need_names or index.names == monitor.name_generation)
+        )
+        if valid and index is not None:
+            return index, False
+        structure, names = monitor.structure_generation, monitor.name_generation
+        nodes, _ = self._read_nodes()
+        self._index = _Index(structure, names, nodes, {n.key: n for n in nodes})
+        return self._index, True
+
+    def _find(self, locator: Locator) -> TreeNode:
+        """The node a locator names (table cells resolved through the Table interface)."""
+        index, fresh = self._index_nodes(need_names=False)
+        try:
+            node = self._resolve_in(index, locator)
+        except ElementNotFoundError:
+            if fresh:
+                raise
+            index, _ = self._index_nodes(need_names=True, fresh=True)
+            node = self._resolve_in(index, locator)
+        if locator.row is None and locator.column is None:
+            return node
+        if locator.row is None or locator.column is None:
+            raise UIError(f"{locator.describe()}: give both row and column for a table cell")
+        if node.role not in ("table", "tree table"):
+            raise UIError(
+                f"{locator.target!r} is a {node.role}, not a table; row/column need a table"
+            )
+        try:
+            path = self.reader.cell(node.key, locator.row, locator.column)
+        except IndexError as error:
+            raise ElementNotFoundError(f"{locator.target!r}: {error}") from error
+        return TreeNode(key=path, parent=node.key, depth=node.depth + 1, role="table cell")
+
+    def _resolve_in(self, index: _Index, locator: Locator) -> TreeNode:
+        if index.names != self.monitor.name_generation:
+            # Ids are still valid; a name match needs current names.
+            try:
+                match = resolve(index.nodes, locator)
+                if match.id == locator.target:
+                    return match
+            except ElementNotFoundError:
+                pass
+            index, _ = self._index_nodes(need_names=True)
+        return resolve(index.nodes, locator)
+
+    def _window_of(self, key: str) -> TreeNode | None:
+        if self._index is None:
+            return None
+        node = self._index.by_key.get(key)
+        if node is None:
+            return None
+        return top_level_of(self._index.nodes).get(key)
+
+    # -- windows -----------------------------------------------------------------------------
+
+    def _windows(self) -> list[tuple[str, WindowInfo]]:
+        reader = self.reader
+        paths = reader.toplevels()
+        t = reader.t
+        tmpls = (t.role, t.state, t.ident, t.name, t.extents)
+        replies = reader.client.call_many(
+            [(tmpl, p) for p in paths for tmpl in tmpls], timeout=self.timeout
+        )
+        windows = []
+        for i, path in enumerate(paths):
+            role, state, ident, name, extents = replies[5 * i : 5 * i + 5]
+            if any(isinstance(r, Exception) for r in (role, state, ident, name)):
+                continue
+            states = C.state_names(state[0])
+            if "visible" not in states and "showing" not in states:
+                continue
+            role_text = C.role_name(role[0])
+            windows.append(
+                (
+                    path,
+                    WindowInfo(
+                        title=name[0],
+                        id=explicit_id(ident[0]),
+                        role=role_text,
+                        is_dialog=role_text in DIALOG_ROLES or "modal" in states,
+                        modal="modal" in states,
+                        active="active" in states,
+                        bounds=None if isinstance(extents, Exception) else tuple(extents[0]),
+                    ),
+                )
+            )
+        return windows
+
+    @staticmethod
+    def _window_label(info: WindowInfo) -> str:
+        return f"{info.title}" + (f" #{info.id}" if info.id else "")
+
+    def list_windows(self) -> list[WindowInfo]:
+        """The application's visible top-level windows, dialogs included."""
+        return self._guarded(lambda: [info for _, info in self._windows()])
+
+    # -- reads -------------------------------------------------------------------------------
+
+    def get_element(self, locator: Locator) -> ElementInfo:
+        """Read one element live."""
+        return self._guarded(lambda: self._element(locator))
+
+    def _element(self, locator: Locator) -> ElementInfo:
+        node = self._find(locator)
+        try:
+            info = self.reader.element(node.key)
+        except ElementVanishedError:
+            node = self._refind(locator)
+            info = self.reader.element(node.key)
+        info.id = explicit_id(info.id or "")
+        if locator.row is not None:
+            info.row, info.column = locator.row, locator.column
+        window = self._window_of(
+            node.parent if locator.row is not None and node.parent else node.key
+        )
+        info.window = window.name if window is not None else None
+        return info
+
+    def _refind(self, locator: Locator) -> TreeNode:
+        self._index_nodes(need_names=True, fresh=True)
+        return self._find(locator)
+
+    def get_property(self, locator: Locator, name: str) -> str | None:
+        """An ElementInfo field, or a toolkit attribute (``GetAttributes``) by name."""
+
+        def read() -> str | None:
+            info = self._element(locator)
+            data = info.model_dump()
+            if name in data:
+                value = data[name]
+                return None if value is None else str(value)
+            node = self._find(locator)
+            attributes = self.reader.call(node.key, C.ACCESSIBLE, "GetAttributes")[0]
+            if name in attributes:
+                return str(attributes[name])
+            raise UIError(
+                f"unknown property {name!r} of {locator.describe()}; available: "
+                + ", ".join(sorted([*data, *attributes]))
+            )
+
+        return self._guarded(read)
+
+    def snapshot(self, *, window: str | None = None, node_budget: int = 2000) -> TreeSnapshot:
+        """The tree of the application (or of one top-level window) in one bulk read."""
+        if node_budget < 1:
+            raise UIError(f"node_budget must be at least 1, got {node_budget}")
+
+        def read() -> TreeSnapshot:
+            start = time.perf_counter()
+            root = None
+            if window:
+                matches = [p for p, w in self._windows() if window in (w.title, w.id)]
+                if not matches:
+                    titles = [self._window_label(w) for _, w in self._windows()]
+                    raise ElementNotFoundError(
+                        f"no window with id or title {window!r}; open windows: {titles}"
+                    )
+                root = matches[0]
+            nodes, truncated = self._read_nodes(root, node_budget)
+            app = self._app.name if self._app else "?"
+            return TreeSnapshot(
+                app=app,
+                nodes=nodes,
+                truncated=truncated,
+                node_budget=node_budget,
+                ms=round((time.perf_counter() - start) * 1000, 1),
+            )
+
+        return self._guarded(read)

@@ -1,0 +1,331 @@
+"""The UI backend protocol, the data it returns, and its errors.
+
+One protocol, two implementations (AT-SPI on Linux, UI Automation on Windows), one conformance
+suite. Everything crossing the boundary is a small pydantic model so the MCP server can serialize
+it and the script runner can use it unchanged.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable, Sequence
+from typing import Literal, Protocol, runtime_checkable
+
+from pydantic import BaseModel, Field
+
+from loopkit.abstractions import ToolError
+
+__all__ = [
+    "ActionResult",
+    "AmbiguousElementError",
+    "AppInfo",
+    "AppNotFoundError",
+    "ElementDisabledError",
+    "ElementInfo",
+    "ElementNotFoundError",
+    "ElementVanishedError",
+    "Expectation",
+    "Locator",
+    "TreeDiff",
+    "TreeNode",
+    "TreeSnapshot",
+    "UIBackend",
+    "UIError",
+    "UITimeoutError",
+    "WaitResult",
+    "WindowInfo",
+    "WindowReport",
+    "nearest",
+]
+
+MouseButton = Literal["left", "right", "middle"]
+ClickMethod = Literal["auto", "input", "action"]
+WaitCondition = Literal["appear", "disappear", "value", "text", "enabled", "disabled", "visible"]
+
+
+# -- errors ------------------------------------------------------------------------------------
+
+
+class UIError(ToolError):
+    """A UI call failed in a way the caller (often a model) should read and can act on."""
+
+
+class AppNotFoundError(UIError):
+    """The application to drive is not running (or exposes no accessibility tree)."""
+
+
+class ElementNotFoundError(UIError):
+    """No element matches the locator; the message lists the nearest ids that exist."""
+
+    def __init__(self, message: str, *, suggestions: Sequence[str] = ()) -> None:
+        super().__init__(message)
+        self.suggestions = list(suggestions)
+
+
+class AmbiguousElementError(UIError):
+    """More than one element matches; the message lists the candidates."""
+
+    def __init__(self, message: str, *, candidates: Sequence[str] = ()) -> None:
+        super().__init__(message)
+        self.candidates = list(candidates)
+
+
+class ElementDisabledError(UIError):
+    """The element exists but is disabled, so it cannot be acted on."""
+
+
+class ElementVanishedError(UIError):
+    """The element disappeared between lookup and use (e.g. its window closed)."""
+
+
+class UITimeoutError(UIError):
+    """The application did not answer, or a condition did not come true, in time."""
+
+
+def nearest(wanted: str, existing: Iterable[str], limit: int = 5) -> list[str]:
+    """The ids in ``existing`` closest to ``wanted`` (for 'did you mean' messages)."""
+    pool = sorted({item for item in existing if item})
+    close = difflib.get_close_matches(wanted, pool, n=limit, cutoff=0.5)
+    if len(close) < limit:
+        lowered = wanted.lower()
+        close += [item for item in pool if lowered in item.lower() and item not in close]
+    return close[:limit]
+
+
+# -- data --------------------------------------------------------------------------------------
+
+
+class Locator(BaseModel):
+    """Which element: an id (tried first) or a name; ``row``/``column`` make it a table cell of
+    the table ``target``; ``window`` restricts the search to one top-level window."""
+
+    target: str = Field(min_length=1)
+    row: int | None = Field(default=None, ge=0)
+    column: int | None = Field(default=None, ge=0)
+    window: str | None = None
+
+    def describe(self) -> str:
+        """A short human description for messages, e.g. ``ItemsTable[1, 2]``."""
+        text = self.target
+        if self.row is not None or self.column is not None:
+            text += f"[{self.row}, {self.column}]"
+        if self.window:
+            text += f" in window {self.window!r}"
+        return text
+
+
+class AppInfo(BaseModel):
+    """The application a backend is attached to."""
+
+    name: str
+    pid: int | None = None
+    toolkit: str | None = None
+
+
+class ElementInfo(BaseModel):
+    """One element as read live from the accessibility tree."""
+
+    id: str | None = Field(default=None, description="accessible id / AutomationId")
+    name: str = ""
+    role: str = ""
+    states: list[str] = Field(default_factory=list)
+    text: str | None = Field(default=None, description="text content, else the name")
+    value: str | None = None
+    bounds: tuple[int, int, int, int] | None = Field(default=None, description="x, y, w, h")
+    child_count: int = 0
+    enabled: bool = True
+    visible: bool = True
+    focused: bool = False
+    row: int | None = None
+    column: int | None = None
+    window: str | None = Field(default=None, description="title of its top-level window")
+
+    def label(self) -> str:
+        """``role 'name' #id`` for messages and diffs."""
+        text = f"{self.role} {self.name!r}"
+        return f"{text} #{self.id}" if self.id else text
+
+
+class WindowInfo(BaseModel):
+    """A top-level window of the application (dialogs included)."""
+
+    title: str
+    id: str | None = None
+    role: str = ""
+    is_dialog: bool = False
+    modal: bool = False
+    active: bool = False
+    bounds: tuple[int, int, int, int] | None = None
+
+
+class WindowReport(BaseModel):
+    """Top-level windows after an action, and which opened or closed during it."""
+
+    count: int
+    opened: list[str] = Field(default_factory=list)
+    closed: list[str] = Field(default_factory=list)
+
+
+class TreeDiff(BaseModel):
+    """What an action changed in the tree (at most ``limit`` entries of each kind)."""
+
+    appeared: list[str] = Field(default_factory=list)
+    disappeared: list[str] = Field(default_factory=list)
+    changed: list[str] = Field(default_factory=list)
+    truncated: bool = False
+
+
+class ActionResult(BaseModel):
+    """The answer to every action."""
+
+    success: bool
+    id: str
+    action: str
+    ms: float
+    effect: str = Field(description="how the effect was confirmed, or that none was observed")
+    active_dialog: str | None = None
+    windows: WindowReport
+    diff: TreeDiff | None = None
+    detail: str | None = None
+
+
+class Expectation(BaseModel):
+    """What an action must cause; without it an action waits for the UI to settle."""
+
+    appear: list[str] = Field(default_factory=list, description="ids/names that must appear")
+    disappear: list[str] = Field(default_factory=list, description="ids/names that must go")
+    timeout: float = Field(default=3.0, gt=0, le=60)
+
+
+class WaitResult(BaseModel):
+    """The answer to wait_for."""
+
+    success: bool
+    id: str
+    condition: str
+    ms: float
+    actual: str | None = None
+
+
+class TreeNode(BaseModel):
+    """One node of a tree snapshot (pre-order; ``parent`` is the key of its parent)."""
+
+    key: str
+    parent: str | None
+    depth: int
+    role: str
+    name: str = ""
+    id: str | None = None
+    states: list[str] = Field(default_factory=list)
+    text: str | None = None
+
+    def label(self) -> str:
+        """``role 'name' #id`` for messages and diffs."""
+        text = f"{self.role} {self.name!r}"
+        return f"{text} #{self.id}" if self.id else text
+
+
+class TreeSnapshot(BaseModel):
+    """A bulk read of an application's tree, cut at ``node_budget`` nodes."""
+
+    app: str
+    nodes: list[TreeNode]
+    truncated: bool = False
+    node_budget: int
+    ms: float
+
+
+# -- the protocol ------------------------------------------------------------------------------
+
+
+@runtime_checkable
+class UIBackend(Protocol):
+    """What the MCP server and the script runner need from a UI automation backend.
+
+    Every method is synchronous, bounded by timeouts, and raises :class:`UIError` subclasses
+    with messages meant for the caller. Implementations decide their own threading.
+    """
+
+    name: str
+
+    def attach(self) -> AppInfo:
+        """Find the configured application (raises AppNotFoundError)."""
+        ...
+
+    def close(self) -> None:
+        """Release connections and threads."""
+        ...
+
+    def list_windows(self) -> list[WindowInfo]:
+        """The application's top-level windows, dialogs included."""
+        ...
+
+    def get_element(self, locator: Locator) -> ElementInfo:
+        """Read one element live."""
+        ...
+
+    def get_property(self, locator: Locator, name: str) -> str | None:
+        """One property by name (an ElementInfo field, or a toolkit attribute)."""
+        ...
+
+    def snapshot(self, *, window: str | None = None, node_budget: int = 2000) -> TreeSnapshot:
+        """The tree of the application (or one window), in one bulk read."""
+        ...
+
+    def click(
+        self,
+        locator: Locator,
+        *,
+        button: MouseButton = "left",
+        count: int = 1,
+        method: ClickMethod = "auto",
+        expect: Expectation | None = None,
+        diff: bool = False,
+    ) -> ActionResult:
+        """Click (count=2: double-click) and wait for the effect."""
+        ...
+
+    def hover(self, locator: Locator) -> ActionResult:
+        """Move the pointer over the element."""
+        ...
+
+    def type_text(
+        self, locator: Locator, text: str, *, clear: bool = True, diff: bool = False
+    ) -> ActionResult:
+        """Focus the element and type ``text`` (replacing the content when ``clear``)."""
+        ...
+
+    def press_keys(
+        self, keys: str, *, locator: Locator | None = None, diff: bool = False
+    ) -> ActionResult:
+        """Press a key combination such as ``ctrl+s``, ``Enter`` or ``shift+Tab``."""
+        ...
+
+    def select_item(self, locator: Locator, item: str, *, diff: bool = False) -> ActionResult:
+        """Select the child ``item`` (name or index) of a list, combo box or tab list."""
+        ...
+
+    def drag_and_drop(
+        self, source: Locator, target: Locator, *, diff: bool = False
+    ) -> ActionResult:
+        """Press on ``source``, move to ``target``, release."""
+        ...
+
+    def set_cell(self, locator: Locator, text: str, *, diff: bool = False) -> ActionResult:
+        """Edit a table cell (locator with row and column) like a user: open, type, Enter."""
+        ...
+
+    def wait_for(
+        self,
+        locator: Locator,
+        condition: WaitCondition,
+        *,
+        value: str | None = None,
+        timeout: float = 5.0,
+    ) -> WaitResult:
+        """Wait until the condition holds (event-driven, bounded by ``timeout``)."""
+        ...
+
+    def screenshot(self, path: str, *, locator: Locator | None = None) -> str:
+        """Save a PNG of the screen (or of one element); returns the path."""
+        ...
