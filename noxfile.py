@@ -9,38 +9,41 @@
 
 from __future__ import annotations
 
+import sys
+
 import nox
 
 nox.options.default_venv_backend = "none"
 nox.options.sessions = ["lint", "typecheck", "tests"]
 
+# The interpreter nox runs on: .venv/bin/nox uses the project environment.
+PY = sys.executable
 SOURCES = ["src", "tests", "examples", "noxfile.py"]
 
 
 @nox.session
 def tests(session: nox.Session) -> None:
-    session.run("python", "-m", "pytest", *session.posargs)
+    session.run(PY, "-m", "pytest", *session.posargs)
 
 
 @nox.session
 def lint(session: nox.Session) -> None:
-    session.run("ruff", "check", *SOURCES)
-    session.run("ruff", "format", "--check", *SOURCES)
+    session.run(PY, "-m", "ruff", "check", *SOURCES)
+    session.run(PY, "-m", "ruff", "format", "--check", *SOURCES)
 
 
 @nox.session
 def typecheck(session: nox.Session) -> None:
-    session.run("mypy")
+    session.run(PY, "-m", "mypy")
 
 
 @nox.session
 def bench(session: nox.Session) -> None:
     """Benchmarks: each prints loopkit's figure beside its peer's and the ratio."""
-    session.run("python", "-m", "pytest", "bench", "-s", "-q", "-p", "no:cacheprovider",
-                *session.posargs)
+    session.run(PY, "-m", "pytest", "bench", "-s", "-q", "-p", "no:cacheprovider", *session.posargs)
 
 
 @nox.session
 def demo(session: nox.Session) -> None:
     args = session.posargs or ["examples/cards/delete-asks-for-confirmation.md"]
-    session.run("python", "-m", "loopkit.demo", *args)
+    session.run(PY, "-m", "loopkit.demo", *args)
