@@ -7,18 +7,24 @@ the processes that should live on it, and ``bus_address``/``display`` to an in-p
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import json
 import shutil
 import signal
 import subprocess
 import sys
+import threading
+import time
 from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import Future
+from typing import Any
 
 import pytest
 
 from loopkit_ui.session import DesktopError, HeadlessDesktop
 
-__all__ = ["desktop_available", "headless_desktop", "running_app"]
+__all__ = ["ToolAnswer", "UIServerClient", "desktop_available", "headless_desktop", "running_app"]
 
 
 def desktop_available() -> str | None:
@@ -70,3 +76,99 @@ def running_app(
                 proc.wait(timeout)
         if proc.stderr is not None:
             proc.stderr.close()
+
+
+class ToolAnswer:
+    """One tool answer: ``error`` flag, raw ``text``, ``data`` (parsed JSON or None) and the
+    round-trip time ``ms`` measured at the client."""
+
+    def __init__(self, error: bool, text: str, ms: float) -> None:
+        self.error = error
+        self.text = text
+        self.ms = ms
+        try:
+            self.data: Any = json.loads(text)
+        except ValueError:
+            self.data = None
+
+    def __getitem__(self, key: str) -> Any:
+        if not isinstance(self.data, dict):
+            raise KeyError(f"answer is not a JSON object: {self.text[:200]}")
+        return self.data[key]
+
+    def __repr__(self) -> str:
+        return f"ToolAnswer(error={self.error}, ms={self.ms:.1f}, text={self.text[:300]!r})"
+
+
+class UIServerClient:
+    """A synchronous MCP client for the UI server over stdio (the ``mcp`` SDK's ``Client`` on
+    an event loop in a background thread), so tests and benchmarks can be plain functions."""
+
+    def __init__(
+        self,
+        args: Sequence[str],
+        *,
+        env: Mapping[str, str] | None = None,
+        command: str = sys.executable,
+        timeout: float = 60.0,
+    ) -> None:
+        self.timeout = timeout
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
+        self._thread.start()
+        self._stop: asyncio.Event | None = None
+        self._client: Any = None
+        ready: Future[None] = Future()
+        self._runner = asyncio.run_coroutine_threadsafe(
+            self._own(command, list(args), dict(env) if env else None, ready), self._loop
+        )
+        ready.result(timeout)
+
+    async def _own(
+        self, command: str, args: list[str], env: dict[str, str] | None, ready: Future[None]
+    ) -> None:
+        from mcp import Client
+        from mcp.client.stdio import StdioServerParameters
+
+        self._stop = asyncio.Event()
+        try:
+            params = StdioServerParameters(command=command, args=args, env=env)
+            async with Client(params) as client:
+                self._client = client
+                ready.set_result(None)
+                await self._stop.wait()
+        except BaseException as error:
+            if not ready.done():
+                ready.set_exception(error)
+            raise
+
+    def tools(self) -> list[Any]:
+        """The server's tools (``mcp_types.Tool``)."""
+        future = asyncio.run_coroutine_threadsafe(self._client.list_tools(), self._loop)
+        return list(future.result(self.timeout).tools)
+
+    def call(self, name: str, **arguments: Any) -> ToolAnswer:
+        """Call a tool; returns its answer (errors are answers with ``error=True``)."""
+        args = {k: v for k, v in arguments.items() if v is not None}
+        start = time.perf_counter()
+        future = asyncio.run_coroutine_threadsafe(self._client.call_tool(name, args), self._loop)
+        result = future.result(self.timeout)
+        ms = (time.perf_counter() - start) * 1000
+        text = "".join(getattr(block, "text", "") for block in result.content)
+        return ToolAnswer(bool(result.is_error), text, ms)
+
+    def close(self) -> None:
+        """Close the session (the server process exits) and stop the loop thread."""
+        if self._stop is not None:
+            self._loop.call_soon_threadsafe(self._stop.set)
+        with contextlib.suppress(Exception):
+            self._runner.result(self.timeout)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(self.timeout)
+        self._loop.close()
+
+    def __enter__(self) -> UIServerClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

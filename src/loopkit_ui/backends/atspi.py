@@ -47,21 +47,29 @@ class AtspiBackend(AtspiCore):
         self,
         action: str,
         label: str,
-        perform: Callable[[], object],
+        perform: Callable[[], str | None],
         *,
         expect: Expectation | None = None,
         diff: bool = False,
         verify: Callable[[], tuple[bool, str]] | None = None,
         verify_timeout: float = 2.0,
     ) -> ActionResult:
-        start = time.perf_counter()
+        # The clock started when the operation began (lookup included): answers report the
+        # whole cost of the call.
+        start = self._op_start
         monitor = self.monitor
-        before_windows = set(self.reader.toplevels())
+        if self._op_windows is not None:
+            before_windows = {path for path, _ in self._op_windows}
+        else:
+            before_windows = set(self.reader.toplevels())
         before_nodes = self._read_nodes()[0] if diff else None
         seq = monitor.seq
-        perform()
+        refused = perform()
         success, effect, detail = True, "", None
-        if expect is not None and (expect.appear or expect.disappear):
+        if refused is not None:
+            # perform() could not carry the action out; the string says why.
+            success, effect, detail = False, "not carried out", refused
+        elif expect is not None and (expect.appear or expect.disappear):
             success, effect = self._await_expectation(expect)
         elif verify is not None:
             ok: list[tuple[bool, str]] = []
@@ -168,6 +176,7 @@ class AtspiBackend(AtspiCore):
         (role alert, always modal in Qt) count as modal, and so does any dialog covering the
         element's centre."""
         windows = self._windows()
+        self._op_windows = windows
         dialogs = [(p, w) for p, w in windows if w.is_dialog]
         if not dialogs:
             return
@@ -196,6 +205,12 @@ class AtspiBackend(AtspiCore):
         if w <= 0 or h <= 0 or x < 0 or y < 0:
             return None
         return x + w // 2, y + h // 2
+
+    def _role_of(self, path: str) -> str | None:
+        try:
+            return C.role_name(self.reader.call(path, C.ACCESSIBLE, "GetRole")[0])
+        except UIError:
+            return None
 
     def _do_action(self, node: TreeNode, label: str, preferred: tuple[str, ...]) -> str:
         count = self.reader.call(node.key, C.PROPERTIES, "Get", "ss", (C.ACTION, "NActions"))[0]
@@ -247,7 +262,7 @@ class AtspiBackend(AtspiCore):
             return self._act(
                 name,
                 label,
-                lambda: self._do_action(node, label, _PRESS_ACTIONS),
+                lambda: self._do_action(node, label, _PRESS_ACTIONS) and None,
                 expect=expect,
                 diff=diff,
             )
@@ -419,14 +434,29 @@ class AtspiBackend(AtspiCore):
             if point is None:
                 raise UIError(f"{label} is not on screen (scroll it into view first)")
 
-            def perform() -> None:
+            def perform() -> str | None:
                 seq = self.monitor.seq
                 self.input.click(*point, count=2)
-                # The editor opens as a new focused text child of the table.
-                self.monitor.wait_settled(seq, first=0.5, quiet=self.settle_quiet, cap=1.0)
+                # The editor opens as a new focused text field: type only into that, never
+                # into whatever else has the focus.
+                events = self.monitor.wait_settled(seq, first=0.5, quiet=self.settle_quiet, cap=1.0)
+                focused = [
+                    e.path
+                    for e in events
+                    if e.kind == "Focus:Focus"
+                    or (e.kind == "Object:StateChanged" and e.detail == "focused" and e.detail1)
+                ]
+                editor = self._role_of(focused[-1]) if focused else None
+                if editor not in TEXT_ROLES:
+                    return (
+                        f"double-clicking {label} opened no editor "
+                        f"(focus: {editor or 'unchanged'}); the cell is read-only "
+                        "or not editable by double-click; nothing typed"
+                    )
                 self.input.keys(parse_keys("ctrl+a"))
                 self.input.type_string(text)
                 self.input.keys(parse_keys("Enter"))
+                return None
 
             def verify() -> tuple[bool, str]:
                 cell = self._find(locator)

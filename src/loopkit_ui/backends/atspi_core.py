@@ -130,6 +130,8 @@ class AtspiCore:
         self._index: _Index | None = None
         # One operation at a time: actions must not interleave (their event windows overlap).
         self._lock = threading.RLock()
+        self._op_start = time.perf_counter()
+        self._op_windows: list[tuple[str, WindowInfo]] | None = None
 
     # -- connection and application ----------------------------------------------------------
 
@@ -249,9 +251,16 @@ class AtspiCore:
         """Run ``fn`` under the operation lock with the application attached; bus timeouts
         become UITimeoutError, and a vanished application AppNotFoundError."""
         with self._lock:
+            self._op_start = time.perf_counter()
+            self._op_windows = None
             self._ensure_app()
             try:
                 return fn()
+            except AppNotFoundError:
+                # Its bus name may not have been announced as gone yet: look it up again
+                # on the next call (it may have restarted).
+                self._app_gone = True
+                raise
             except DBusTimeout as error:
                 raise UITimeoutError(
                     f"the application did not answer in time ({error}); a modal dialog or a busy "
