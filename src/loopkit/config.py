@@ -34,7 +34,7 @@ class ConfigError(LoopkitError):
 def _default_ui_server() -> MCPServerConfig:
     return MCPServerConfig(
         name="ui",
-        command=[sys.executable, "-m", "loopkit_ui.server"],
+        command=[sys.executable, "-m", "loopkit_ui.server", "--app-name", "invoice_app"],
         inherit_env=True,
         startup_timeout=60.0,
         call_timeout=60.0,

@@ -9,6 +9,7 @@ from loopkit_tools.condense import condense, relevant_lines
 from loopkit_tools.config import ReadyCheck, ToolsConfig
 from loopkit_tools.git import CommitResult, GitCommitter
 from loopkit_tools.local_tools import LocalTools
+from loopkit_tools.paging import page_lines
 from loopkit_tools.processes import CommandResult, ProcessGroup, group_alive, pid_alive, run_command
 from loopkit_tools.workspace import PathRefusedError, WorkspaceGuard
 
@@ -24,6 +25,7 @@ __all__ = [
     "WorkspaceGuard",
     "condense",
     "group_alive",
+    "page_lines",
     "pid_alive",
     "relevant_lines",
     "run_command",

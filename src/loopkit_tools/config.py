@@ -72,6 +72,12 @@ class ToolsConfig(BaseModel):
         description="Folders the model may write; git_commit stages only these.",
     )
     max_file_bytes: int = Field(default=100_000, gt=0, description="read cut / write limit")
+    max_read_chars: int = Field(
+        default=3500,
+        ge=200,
+        description="read_file answers in parts of whole lines up to this size (below the loop's "
+        "4,000-character cut, so a part is never cut mid-line)",
+    )
     max_output_lines: int = Field(default=60, gt=0, description="cap of listings and build output")
     list_exclude: list[str] = Field(
         default_factory=lambda: ["__pycache__", "*.pyc", ".mypy_cache", ".pytest_cache"],

@@ -26,6 +26,7 @@ from loopkit.abstractions import FunctionTool, Tool, ToolError
 from loopkit_tools.condense import condense
 from loopkit_tools.config import ReadyCheck, ToolsConfig
 from loopkit_tools.git import GitCommitter
+from loopkit_tools.paging import page_lines
 from loopkit_tools.processes import ProcessGroup, run_command
 from loopkit_tools.workspace import WorkspaceGuard
 
@@ -102,8 +103,16 @@ class LocalTools:
             text += f"\n[... {len(files) - cap} more files not shown; list a subfolder]"
         return text
 
-    def read_file(self, path: Annotated[str, "a file path relative to the workspace"]) -> str:
-        return self.guard.read_text(path)
+    def read_file(
+        self,
+        path: Annotated[str, "a file path relative to the workspace"],
+        start_line: Annotated[int, "the first line to show (from 1)"] = 1,
+        max_lines: Annotated[
+            int | None, "at most this many lines (default: as many as fit)"
+        ] = None,
+    ) -> str:
+        text = self.guard.read_text(path)
+        return page_lines(text, start_line, max_lines, self.config.max_read_chars)
 
     def write_file(
         self,
@@ -289,8 +298,9 @@ class LocalTools:
             ),
             "read_file": (
                 f"Reads one text file under {readable} (path relative to the repository, as "
-                "list_files shows it). Read a file before you change it. Long files are cut with "
-                "a note."
+                "list_files shows it). Read a file before you change it. A long file comes in "
+                "parts of whole lines: the note at the end says which lines were shown and the "
+                "start_line for the next part."
             ),
             "write_file": (
                 f"Writes one file under {writable} with its COMPLETE new content (not a diff, not "

@@ -68,8 +68,8 @@ def summary_table(
 ) -> Table:
     """The end-of-run summary: the result first, then the figures and where things are."""
     table = Table(show_header=False, box=None, pad_edge=False)
-    table.add_column(style="bold")
-    table.add_column()
+    table.add_column(style="bold", no_wrap=True)
+    table.add_column(overflow="fold")
     style = "green" if status == "done" else "red"
     table.add_row("result", Text(f"RESULT: {status}" + (f": {reason}" if reason else ""), style))
     table.add_row("card", card_state)

@@ -142,7 +142,12 @@ async def run_demo(config: RunnerConfig, card_path: Path, console: Console) -> i
     log_path = config.log or scratch.run_dir / "run.jsonl"
     base = scratch.head()
     with RunLog(log_path) as log:
-        sources: list[ToolSource] = [local_tools(config, scratch), MCPToolSource(config.ui_server)]
+        ui_server = config.ui_server
+        if ui_server.command is not None:
+            # Trees and screenshots of this run go into its folder.
+            ui_env = {"LOOPKIT_UI_OUTPUT_DIR": str(scratch.run_dir / "ui"), **ui_server.env}
+            ui_server = ui_server.model_copy(update={"env": ui_env})
+        sources: list[ToolSource] = [local_tools(config, scratch), MCPToolSource(ui_server)]
         runner = CardRunner(
             model,
             instructions=instructions(),

@@ -1,0 +1,459 @@
+"""Writes the scripted model's bundled transcripts, one per card of the invoice app.
+
+    .venv/bin/python scripts/make_transcripts.py          # writes src/loopkit/demo/transcripts/
+    .venv/bin/python scripts/make_transcripts.py --check  # exit 1 if a bundled file is stale
+
+Each transcript is what a careful model does for its card: inspect the code and the live app,
+write the fix (whole file content, derived here from the current app source by a small textual
+patch), build, verify every acceptance criterion through the UI server, commit, and end with the
+RESULT line. Every tool result has an expectation, so a strict replay fails at the first round where
+the app answers differently. tests/demo checks that the bundled files match this script.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from loopkit_tools import ToolsConfig, page_lines
+
+ROOT = Path(__file__).resolve().parents[1]
+APP = ROOT / "examples" / "invoice_app"
+OUT = ROOT / "src" / "loopkit" / "demo" / "transcripts"
+
+
+def patch(text: str, old: str, new: str) -> str:
+    if text.count(old) != 1:
+        raise SystemExit(f"make_transcripts: the app changed; cannot find exactly one {old!r}")
+    return text.replace(old, new)
+
+
+# -- the fixes -------------------------------------------------------------------------------
+
+
+def fixed_model() -> str:
+    return patch(
+        (APP / "model.py").read_text(encoding="utf-8"),
+        "        return self.subtotal\n",
+        "        return self.subtotal - self.discount_amount\n",
+    )
+
+
+def fixed_delete() -> str:
+    text = (APP / "main_window.py").read_text(encoding="utf-8")
+    text = patch(text, "    QMainWindow,\n", "    QMainWindow,\n    QMessageBox,\n")
+    return patch(
+        text,
+        '''    def delete_selected(self) -> None:
+        """Remove the selected row; without a selection nothing happens."""
+        rows = self.table.selectionModel().selectedRows()
+        if not rows:
+            return
+        self.table.removeRow(rows[0].row())
+        self.update_totals()
+''',
+        '''    def delete_selected(self) -> None:
+        """Ask, then remove the selected row; without a selection nothing happens."""
+        rows = self.table.selectionModel().selectedRows()
+        if not rows:
+            return
+        row = rows[0].row()
+        if not self._confirm_delete(self._cell_text(row, DESCRIPTION)):
+            return
+        self.table.removeRow(row)
+        self.update_totals()
+
+    def _confirm_delete(self, description: str) -> bool:
+        """Ask whether the item named ``description`` should be deleted."""
+        box = QMessageBox(
+            QMessageBox.Icon.Question,
+            "Delete item",
+            f'Delete the item "{description}"?',
+            QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No,
+            self,
+        )
+        _identify(box, "ConfirmDeleteDialog", "Delete item")
+        _identify(box.button(QMessageBox.StandardButton.Yes), "ConfirmDeleteYesButton", "Yes")
+        _identify(box.button(QMessageBox.StandardButton.No), "ConfirmDeleteNoButton", "No")
+        text = box.findChild(QLabel, "qt_msgbox_label")
+        if text is not None:
+            _identify(text, "ConfirmDeleteText")
+        box.setDefaultButton(QMessageBox.StandardButton.No)
+        return box.exec() == QMessageBox.StandardButton.Yes
+''',
+    )
+
+
+def fixed_validation() -> str:
+    text = (APP / "main_window.py").read_text(encoding="utf-8")
+    text = patch(text, "import logging\n", "import logging\nimport math\n")
+    text = patch(
+        text,
+        """    def _on_item_changed(self, cell: QTableWidgetItem) -> None:
+        if cell.column() != LINE_TOTAL:
+            self.update_totals()
+""",
+        """    def _on_item_changed(self, cell: QTableWidgetItem) -> None:
+        if cell.column() in (QUANTITY, UNIT_PRICE):
+            problem = _number_problem(cell.text())
+            with QSignalBlocker(self.table):
+                if problem is not None:
+                    # Refused: back to the last valid value, and say why.
+                    cell.setText(cell.data(Qt.ItemDataRole.UserRole) or "0")
+                else:
+                    cell.setData(Qt.ItemDataRole.UserRole, cell.text())
+            if problem is not None:
+                self.show_error(f"{COLUMNS[cell.column()]}: {problem}")
+                return
+            self.error_label.hide()
+        if cell.column() != LINE_TOTAL:
+            self.update_totals()
+""",
+    )
+    text = patch(
+        text,
+        """def _number_cell(text: str) -> QTableWidgetItem:
+    cell = QTableWidgetItem(text)
+""",
+        '''def _number_problem(text: str) -> str | None:
+    """Why ``text`` is not a valid quantity or price, or None when it is."""
+    try:
+        value = float(text.strip())
+    except ValueError:
+        return f'"{text}" is not a number'
+    if not math.isfinite(value):
+        return f'"{text}" is not a number'
+    if value < 0:
+        return f"{text.strip()} is negative; enter 0 or more"
+    return None
+
+
+def _number_cell(text: str) -> QTableWidgetItem:
+    cell = QTableWidgetItem(text)
+    cell.setData(Qt.ItemDataRole.UserRole, text)  # the last valid value, restored on refusal
+''',
+    )
+    return text
+
+
+# -- turns -----------------------------------------------------------------------------------
+
+
+def call(name: str, expect: dict[str, Any] | None = None, **arguments: Any) -> dict[str, Any]:
+    c: dict[str, Any] = {"name": name, "arguments": arguments}
+    if expect:
+        c["expect"] = expect
+    return c
+
+
+def ok(*fragments: str) -> dict[str, Any]:
+    """The result must not be an error and must contain every fragment."""
+    return {"error": False, "contains": list(fragments)}
+
+
+def acted(*fragments: str, **subset: Any) -> dict[str, Any]:
+    """An action's JSON answer: success and the fields given (a subset), containing fragments."""
+    return {"error": False, "json": {"success": True, **subset}, "contains": list(fragments)}
+
+
+NO_WINDOW_OPENED = {"windows": {"opened": []}}
+
+
+def text_of(target: str, *fragments: str) -> dict[str, Any]:
+    return call("ui_get_text", ok(*fragments), target=target)
+
+
+def turn(*calls: dict[str, Any], text: str = "") -> dict[str, Any]:
+    t: dict[str, Any] = {"calls": list(calls)}
+    if text:
+        t["text"] = text
+    return t
+
+
+def read_in_parts(path: str, marker: str) -> list[dict[str, Any]]:
+    """read_file calls for every part of a file, as the tool pages it (parts of whole lines)."""
+    text = (ROOT / "examples" / path).read_text(encoding="utf-8")
+    limit = ToolsConfig().max_read_chars
+    calls, start = [], 1
+    while True:
+        part = page_lines(text, start, None, limit)
+        note = part.rsplit("\n", 1)[-1]
+        fragments = [marker] if marker in part else []
+        arguments = {"path": path} if start == 1 else {"path": path, "start_line": start}
+        calls.append(
+            call(
+                "read_file", ok(*fragments, *([note] if note.startswith("[") else [])), **arguments
+            )
+        )
+        if "start_line=" not in note:
+            return calls
+        start = int(note.rsplit("=", 1)[1].rstrip("]"))
+
+
+def common_start(file: str, marker: str) -> list[dict[str, Any]]:
+    return [
+        turn(
+            call(
+                "list_files",
+                ok("invoice_app/main_window.py", "invoice_app/model.py"),
+                folder="invoice_app",
+            ),
+            call("read_file", ok("Every control has an accessible id"), path="docs/CODING.md"),
+            text="I will look at the app's files first.",
+        ),
+        turn(*read_in_parts(f"invoice_app/{file}", marker)),
+        turn(call("start_app", ok("The app is running")), text="Now the live app."),
+        turn(call("ui_list_windows", ok("Invoice Editor"))),
+    ]
+
+
+def build_and_restart() -> list[dict[str, Any]]:
+    return [
+        turn(call("stop_app", ok("no process of it is left"))),
+        turn(call("build_app", ok("Build succeeded"))),
+        turn(call("start_app", ok("The app is running")), text="Verifying live."),
+    ]
+
+
+def finish(title: str, body: str, file: str, summary: str) -> list[dict[str, Any]]:
+    return [
+        turn(call("ui_screenshot", ok(".png"), path="after.png")),
+        turn(call("stop_app", ok("no process of it is left"))),
+        turn(
+            call(
+                "git_commit",
+                ok("1 file(s)", f"invoice_app/{file}"),
+                message=f"card: {title}\n\n{body}",
+            ),
+        ),
+        {"text": f"{summary}\n\nRESULT: done"},
+    ]
+
+
+def discount_card() -> dict[str, Any]:
+    title = "The total should subtract the discount"
+    turns = common_start("model.py", "return self.subtotal")
+    turns += [
+        turn(
+            call("ui_type_text", acted(), target="DiscountInput", text="10"),
+            text="Reproducing: a 10 % discount.",
+        ),
+        turn(
+            text_of("DiscountAmountLabel", "Discount: 25.00"),
+            text_of("TotalLabel", "Total: 250.00"),
+        ),
+        turn(
+            call(
+                "write_file",
+                ok("Wrote invoice_app/model.py"),
+                path="invoice_app/model.py",
+                content=fixed_model(),
+            ),
+            text="The total ignores discount_amount; subtracting it in Invoice.total.",
+        ),
+        *build_and_restart(),
+        turn(call("ui_type_text", acted(), target="DiscountInput", text="10")),
+        turn(
+            text_of("SubtotalLabel", "Subtotal: 250.00"),
+            text_of("DiscountAmountLabel", "Discount: 25.00"),
+            text_of("TotalLabel", "Total: 225.00"),
+        ),
+        turn(
+            call("ui_type_text", acted(), target="DiscountInput", text="0"),
+            text_of("TotalLabel", "Total: 250.00"),
+        ),
+        turn(
+            call("ui_type_text", acted(), target="DiscountInput", text="20"),
+            text_of("TotalLabel", "Total: 200.00"),
+            text="Changing the discount updates the total without another click.",
+        ),
+        *finish(
+            title,
+            "Invoice.total now subtracts the discount amount. Verified live: discount 10 on "
+            "250.00 shows Total 225.00, discount 0 shows 250.00, and 20 updates it to 200.00 "
+            "at once.",
+            "model.py",
+            "Invoice.total subtracted nothing; it now returns subtotal minus discount. All three "
+            "criteria were checked in the running app (225.00, 250.00, 200.00).",
+        ),
+    ]
+    return {"description": f"Scripted run of the card '{title}'.", "turns": turns}
+
+
+def delete_card() -> dict[str, Any]:
+    title = "Deleting an item should ask first"
+    dialog = "ConfirmDeleteDialog"
+    turns = common_start("main_window.py", "def delete_selected")
+    turns += [
+        turn(
+            call("ui_click", acted(), target="ItemsTable", row=1, column=0),
+            text="Reproducing: select Travel and delete it.",
+        ),
+        turn(call("ui_click", acted(**NO_WINDOW_OPENED), target="DeleteSelectedButton")),
+        turn(
+            text_of("TotalLabel", "Total: 200.00"), text="The row went at once, without a question."
+        ),
+        turn(
+            call(
+                "write_file",
+                ok("Wrote invoice_app/main_window.py"),
+                path="invoice_app/main_window.py",
+                content=fixed_delete(),
+            ),
+            text="Adding a Yes/No confirmation that names the item.",
+        ),
+        *build_and_restart(),
+        turn(
+            call("ui_click", acted(**NO_WINDOW_OPENED), target="DeleteSelectedButton"),
+            text_of("TotalLabel", "Total: 250.00"),
+            text="No row selected: nothing happens, as before.",
+        ),
+        turn(call("ui_click", acted(), target="ItemsTable", row=0, column=0)),
+        turn(
+            call(
+                "ui_click",
+                acted('"active_dialog": "Delete item #ConfirmDeleteDialog"'),
+                target="DeleteSelectedButton",
+                expect_appear=[dialog],
+            )
+        ),
+        turn(
+            text_of("ConfirmDeleteText", 'Delete the item "Consulting"?'),
+            text="The dialog names the item.",
+        ),
+        turn(call("ui_click", acted(), target="ConfirmDeleteNoButton", expect_disappear=[dialog])),
+        turn(
+            call("ui_get_cell", ok("Consulting"), table="ItemsTable", row=0, column=0),
+            text_of("TotalLabel", "Total: 250.00"),
+            text="No left everything as it was.",
+        ),
+        turn(
+            call(
+                "ui_click",
+                acted('"active_dialog": "Delete item #ConfirmDeleteDialog"'),
+                target="DeleteSelectedButton",
+                expect_appear=[dialog],
+            )
+        ),
+        turn(call("ui_click", acted(), target="ConfirmDeleteYesButton", expect_disappear=[dialog])),
+        turn(
+            call("ui_get_cell", ok("Travel"), table="ItemsTable", row=0, column=0),
+            text_of("SubtotalLabel", "Subtotal: 50.00"),
+            text_of("TotalLabel", "Total: 50.00"),
+            text="Yes removed the row and updated the totals.",
+        ),
+        *finish(
+            title,
+            "Delete selected now asks with a Yes/No dialog that names the item. Verified live: "
+            "No keeps the row and totals, Yes removes it (total 250.00 to 50.00), and without a "
+            "selection nothing happens.",
+            "main_window.py",
+            "Delete selected now asks first in a dialog naming the item. Checked live: without a "
+            "selection nothing happens, No keeps everything, Yes removes the row and updates the "
+            "totals.",
+        ),
+    ]
+    return {"description": f"Scripted run of the card '{title}'.", "turns": turns}
+
+
+def validation_card() -> dict[str, Any]:
+    title = "Quantity and unit price should accept only valid numbers"
+
+    def cell(row: int, column: int, *fragments: str) -> dict[str, Any]:
+        return call("ui_get_cell", ok(*fragments), table="ItemsTable", row=row, column=column)
+
+    def set_cell(row: int, column: int, value: str) -> dict[str, Any]:
+        return call(
+            "ui_set_cell", {"error": False}, table="ItemsTable", row=row, column=column, text=value
+        )
+
+    turns = common_start("main_window.py", "def _on_item_changed")
+    turns += [
+        turn(set_cell(0, 1, "-3"), text="Reproducing: a negative quantity."),
+        turn(
+            cell(0, 1, "-3"),
+            text_of("TotalLabel", "Total: -250.00"),
+            text="Accepted as typed: the total goes negative.",
+        ),
+        turn(
+            call(
+                "write_file",
+                ok("Wrote invoice_app/main_window.py"),
+                path="invoice_app/main_window.py",
+                content=fixed_validation(),
+            ),
+            text="Refusing negative and non-numeric quantity and price in _on_item_changed.",
+        ),
+        *build_and_restart(),
+        turn(set_cell(0, 1, "-3")),
+        turn(
+            cell(0, 1, '"2"'),
+            text_of("ErrorLabel", "Quantity: -3 is negative"),
+            text_of("TotalLabel", "Total: 250.00"),
+            text="A negative quantity is refused and the label says why.",
+        ),
+        turn(set_cell(1, 2, "abc")),
+        turn(cell(1, 2, "50.00"), text_of("ErrorLabel", "Unit price:", "is not a number")),
+        turn(set_cell(0, 2, "-1")),
+        turn(cell(0, 2, "100.00"), text_of("ErrorLabel", "Unit price: -1 is negative")),
+        turn(set_cell(0, 1, "2.5")),
+        turn(
+            cell(0, 1, "2.5"),
+            cell(0, 3, "250.00"),
+            text_of("TotalLabel", "Total: 300.00"),
+            call(
+                "ui_assert_visible",
+                {"error": False, "json": {"passed": True}},
+                target="ErrorLabel",
+                expected=False,
+            ),
+            text="2.5 is accepted, the totals follow and the error label is gone.",
+        ),
+        *finish(
+            title,
+            "Quantity and unit price cells now refuse negative and non-numeric input: the cell "
+            "returns to its last valid value and the error label says why. Verified live with "
+            "-3, abc and -1 (refused) and 2.5 (accepted, total 300.00).",
+            "main_window.py",
+            "Negative and non-numeric quantity and price are refused with a message, valid numbers "
+            "such as 2.5 still work. All criteria checked in the running app.",
+        ),
+    ]
+    return {"description": f"Scripted run of the card '{title}'.", "turns": turns}
+
+
+TRANSCRIPTS = {
+    "total-ignores-the-discount": discount_card,
+    "delete-asks-for-confirmation": delete_card,
+    "validate-quantity-and-price": validation_card,
+}
+
+
+def render(name: str) -> str:
+    return json.dumps(TRANSCRIPTS[name](), indent=1, ensure_ascii=False) + "\n"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="only check the bundled files")
+    args = parser.parse_args()
+    stale = []
+    for name in TRANSCRIPTS:
+        target = OUT / f"{name}.json"
+        text = render(name)
+        if args.check:
+            if not target.exists() or target.read_text(encoding="utf-8") != text:
+                stale.append(target)
+        else:
+            target.write_text(text, encoding="utf-8")
+            print(f"wrote {target.relative_to(ROOT)}")
+    for target in stale:
+        print(f"stale: {target.relative_to(ROOT)} (run scripts/make_transcripts.py)")
+    return 1 if stale else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
