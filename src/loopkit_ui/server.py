@@ -32,14 +32,15 @@ __all__ = ["TIMINGS", "build_server", "main"]
 # Typical times measured with bench/ui_bench.py on the invoice app (Xvfb, 2 shared cores);
 # they go into the tool descriptions so a model can plan. Keep them in step with the bench.
 TIMINGS = {
-    "click": "about 20 ms when the click has a visible effect; about 300 ms when nothing "
-    "happens (it waits that long for a first accessibility event); about 40 ms with diff",
-    "read": "about 2 ms",
-    "tree": "about 5 ms for the invoice app (40 nodes); about 60 ms for 500 nodes",
-    "type": "about 30 ms",
-    "set_cell": "about 40 ms",
-    "windows": "about 1 ms",
-    "screenshot": "about 30 ms",
+    "click": "about 30 ms when the click has a visible effect (about 45 ms with diff; about "
+    "130 ms with method=action); about 300 ms when nothing happens, as it waits that long for "
+    "a first accessibility event",
+    "read": "about 3 ms",
+    "tree": "about 10 ms for the invoice app (about 35 nodes), about 70 ms for 500 nodes",
+    "type": "about 25 ms",
+    "set_cell": "about 45 ms",
+    "windows": "about 5 ms",
+    "screenshot": "about 55 ms",
 }
 
 Target = Annotated[

@@ -1,0 +1,208 @@
+"""UI automation speed on the invoice app under Xvfb (issue 4's benchmarks).
+
+1. Click latency through the MCP server over stdio, from the call to the answer with the effect
+   confirmed: synthesized input (the fast route, confirmed by accessibility events) beside Qt's
+   accessible "Press" action, each without and with the tree diff. Reference: the UI test system
+   the spec describes reports about 200 ms a click and about 3,000 ms with the diff.
+2. A tree snapshot of the invoice app holding about 500 accessible nodes: the bulk read
+   (Collection.GetMatches + one pipelined burst) beside reading node by node, with our D-Bus
+   client and with libatspi (PyGObject), the usual way.
+
+Prints figures and ratios; asserts only that the work was really done. Run:
+``.venv/bin/python -m pytest bench/test_ui_bench.py -s -q`` (or ``nox -s bench``).
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from loopkit_ui.backends.atspi import AtspiBackend
+from loopkit_ui.backends.atspi_constants import ACCESSIBLE, PROPERTIES
+from loopkit_ui.session import HeadlessDesktop
+from loopkit_ui.testing import UIServerClient, desktop_available
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+ROUNDS = 15
+SNAPSHOTS = 15
+ITEMS_FOR_500_NODES = 95  # 5 nodes a row (header + 4 cells) + the rest of the window
+REFERENCE_CLICK_MS = 200.0
+REFERENCE_DIFF_MS = 3000.0
+
+pytestmark = pytest.mark.skipif(desktop_available() is not None, reason=str(desktop_available()))
+
+
+@pytest.fixture(scope="module")
+def desktop() -> Iterator[HeadlessDesktop]:
+    with HeadlessDesktop() as d:
+        yield d
+
+
+@pytest.fixture(scope="module")
+def app(desktop: HeadlessDesktop, tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    log = tmp_path_factory.mktemp("log") / "invoice.log"
+    env = {"INVOICE_APP_LOG": str(log), "PYTHONPATH": str(EXAMPLES)}
+    proc = desktop.spawn([sys.executable, "-m", "invoice_app"], env=env, cwd=str(EXAMPLES),
+                         stderr=subprocess.DEVNULL)  # fmt: skip
+    try:
+        yield
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+@pytest.fixture(scope="module")
+def ui(
+    desktop: HeadlessDesktop, app: None, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[UIServerClient]:
+    out = tmp_path_factory.mktemp("ui")
+    args = ["-m", "loopkit_ui.server", "--app-name", "invoice_app", "--output-dir", str(out),
+            "--attach-timeout", "20"]  # fmt: skip
+    with UIServerClient(args, env=desktop.child_env()) as client:
+        assert not client.call("ui_get_element", target="AddItemButton").error
+        yield client
+
+
+def _stats(values: list[float]) -> str:
+    return (f"median {statistics.median(values):7.1f} ms   min {min(values):6.1f}   "
+            f"max {max(values):7.1f}")  # fmt: skip
+
+
+def test_click_latency(ui: UIServerClient) -> None:
+    variants = [("input", False), ("input", True), ("action", False), ("action", True)]
+    client_ms: dict[tuple[str, bool], list[float]] = {v: [] for v in variants}
+    server_ms: dict[tuple[str, bool], list[float]] = {v: [] for v in variants}
+    for _ in range(2):  # warm-up: first lookups, first events
+        ui.call("ui_click", target="AddItemButton")
+        ui.call("ui_click", target="DeleteSelectedButton")
+    for _ in range(ROUNDS):
+        for method, diff in variants:
+            # Add a row (it is selected), then delete it: two clicks with a visible effect,
+            # and the table keeps its size from round to round.
+            for target in ("AddItemButton", "DeleteSelectedButton"):
+                answer = ui.call("ui_click", target=target, method=method, diff=diff)
+                assert not answer.error and answer["success"], answer
+                assert "accessibility events" in answer["effect"], answer
+                assert ("diff" in answer.data) is diff
+                client_ms[(method, diff)].append(answer.ms)
+                server_ms[(method, diff)].append(answer["ms"])
+    assert ui.call("ui_get_cell", table="ItemsTable", row=2, column=0).error  # back to 2 rows
+    fast = statistics.median(client_ms[("input", False)])
+    fast_diff = statistics.median(client_ms[("input", True)])
+    press = statistics.median(client_ms[("action", False)])
+    print(f"\n\nClick latency, invoice app, MCP over stdio, call -> answer with the effect "
+          f"confirmed ({2 * ROUNDS} clicks each)")  # fmt: skip
+    names = {("input", False): "synthesized input (default)", ("input", True): "synthesized input + diff",
+             ("action", False): "accessible Press action", ("action", True): "Press action + diff"}  # fmt: skip
+    for variant in variants:
+        server = statistics.median(server_ms[variant])
+        print(f"  {names[variant]:<30} {_stats(client_ms[variant])}   (server-side {server:.1f})")
+    print(f"  fast route vs Press:        {press / fast:5.1f}x faster")
+    print(f"  vs reference ~{REFERENCE_CLICK_MS:.0f} ms click: {REFERENCE_CLICK_MS / fast:5.1f}x faster;"
+          f" vs ~{REFERENCE_DIFF_MS:.0f} ms with diff: {REFERENCE_DIFF_MS / fast_diff:5.1f}x faster")  # fmt: skip
+    print("  targets: <= 50 ms, <= 150 ms with diff")
+
+
+def test_tree_snapshot_500_nodes(
+    ui: UIServerClient, desktop: HeadlessDesktop, tmp_path: Path
+) -> None:
+    invoice = tmp_path / "big.json"
+    items = [{"description": f"item {i}", "quantity": i % 7 + 1, "unit_price": 1.5 * i}
+             for i in range(ITEMS_FOR_500_NODES)]  # fmt: skip
+    invoice.write_text(json.dumps({"discount_percent": 0, "items": items}), encoding="utf-8")
+    assert not ui.call("ui_type_text", target="FilePathInput", text=str(invoice)).error
+    assert ui.call("ui_click", target="OpenButton")["success"]
+    cell = ui.call("ui_get_text", target="ItemsTable", row=ITEMS_FOR_500_NODES - 1, column=0)
+    assert cell.text == f"item {ITEMS_FOR_500_NODES - 1}", cell
+
+    mcp_ms, nodes = [], 0
+    for _ in range(SNAPSHOTS):
+        answer = ui.call("ui_tree")
+        assert not answer.error and not answer["truncated"]
+        nodes = answer["nodes"]
+        mcp_ms.append(answer.ms)
+    assert nodes >= 480
+
+    backend = AtspiBackend(app_name="invoice_app", bus_address=desktop.a11y_bus_address)
+    try:
+        bulk_ms = []
+        for _ in range(SNAPSHOTS):
+            start = time.perf_counter()
+            snapshot = backend.snapshot()
+            bulk_ms.append((time.perf_counter() - start) * 1000)
+            assert len(snapshot.nodes) == nodes
+        by_node_ms = [_node_by_node(backend) for _ in range(3)]
+    finally:
+        backend.close()
+    libatspi_ms = _libatspi_walk(desktop)
+
+    bulk = statistics.median(bulk_ms)
+    print(f"\n\nTree snapshot, invoice app with {ITEMS_FOR_500_NODES} items: {nodes} nodes")
+    print(
+        f"  bulk read, in process            {_stats(bulk_ms)}   ({bulk / nodes * 1000:.0f} us/node)"
+    )
+    print(f"  ui_tree over MCP (+ file write)  {_stats(mcp_ms)}")
+    slow = statistics.median(by_node_ms)
+    print(f"  node by node, same D-Bus client  {_stats(by_node_ms)}   ({slow / nodes:.2f} ms/node, "
+          f"{slow / bulk:.1f}x the bulk read)")  # fmt: skip
+    if libatspi_ms is not None:
+        print(
+            f"  node by node, libatspi (gi)      median {libatspi_ms:7.1f} ms   "
+            f"({libatspi_ms / nodes:.2f} ms/node, {libatspi_ms / bulk:.1f}x the bulk read)"
+        )
+    print("  target: <= 100 ms for ~500 nodes")
+
+
+def _node_by_node(backend: AtspiBackend) -> float:
+    """The classic walk: one round trip per property per node (role, state, id, name, children)."""
+    backend.attach()
+    reader = backend.reader
+    start = time.perf_counter()
+    stack, count = [reader.app.root], 0
+    while stack:
+        path = stack.pop()
+        reader.call(path, ACCESSIBLE, "GetRole")
+        reader.call(path, ACCESSIBLE, "GetState")
+        reader.call(path, ACCESSIBLE, "GetAccessibleId")
+        reader.call(path, PROPERTIES, "Get", "ss", (ACCESSIBLE, "Name"))
+        stack.extend(p for _, p in reader.call(path, ACCESSIBLE, "GetChildren")[0])
+        count += 1
+    return (time.perf_counter() - start) * 1000
+
+
+_LIBATSPI_WALK = """
+import sys, time
+import gi
+gi.require_version("Atspi", "2.0")
+from gi.repository import Atspi
+desktop = Atspi.get_desktop(0)
+app = next(desktop.get_child_at_index(i) for i in range(desktop.get_child_count())
+           if desktop.get_child_at_index(i).get_name() == "Invoice Editor")
+def walk(node):
+    node.get_role(); node.get_state_set(); node.get_accessible_id(); node.get_name()
+    return 1 + sum(walk(node.get_child_at_index(i)) for i in range(node.get_child_count()))
+times = []
+for _ in range(3):
+    start = time.perf_counter()
+    count = walk(app)
+    times.append((time.perf_counter() - start) * 1000)
+print(count, sorted(times)[1])
+"""
+
+
+def _libatspi_walk(desktop: HeadlessDesktop) -> float | None:
+    """libatspi's walk in a child process (it binds to one bus per process)."""
+    try:
+        out = subprocess.run([sys.executable, "-c", _LIBATSPI_WALK], env=desktop.child_env(),
+                             capture_output=True, text=True, timeout=120, check=True).stdout  # fmt: skip
+    except (subprocess.SubprocessError, OSError):
+        return None
+    _count, ms = out.split()
+    return float(ms)
