@@ -1,0 +1,46 @@
+"""Each card, from a fresh scratch repository, ends RESULT: done with one commit of one app file;
+an independent UI test then checks the card's acceptance criteria on the fixed app, and the same
+test fails on the unfixed app."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from loopkit import Card, CardState
+from loopkit_ui.session import HeadlessDesktop
+
+from .acceptance import ACCEPTANCE, app_under_test
+from .helpers import CARD_NAMES, ROOT, copy_card, run_demo
+
+pytestmark = [pytest.mark.integration, pytest.mark.ui]
+
+
+@pytest.mark.parametrize("name", CARD_NAMES)
+def test_card_run_then_acceptance_criteria_live(
+    tmp_path: Path, name: str, headless_desktop: HeadlessDesktop
+) -> None:
+    card = copy_card(tmp_path, name)
+    run = run_demo(tmp_path, card)
+    assert run.returncode == 0, run.output
+    assert "Model: scripted" in run.output.splitlines()[0]
+    assert "RESULT: done" in run.output
+    assert Card.load(card).state is CardState.DONE
+    events = run.events()
+    assert events[0]["type"] == "start" and events[-1]["data"]["status"] == "done"
+    # one commit on top of the initial copy, changing exactly one file of the app
+    assert run.git("rev-list", "--count", "HEAD").strip() == "2"
+    changed = run.git("show", "--name-only", "--format=", "HEAD").split()
+    assert len(changed) == 1 and changed[0].startswith("invoice_app/"), changed
+    assert run.git("log", "-1", "--format=%s").strip() == f"card: {Card.load(card).title}"
+    assert run.git("status", "--porcelain").strip() == ""
+
+    check = ACCEPTANCE[name]
+    with app_under_test(headless_desktop, run.repo(), tmp_path / "fixed.log") as ui:
+        check(ui)
+    with (
+        app_under_test(headless_desktop, ROOT / "examples", tmp_path / "unfixed.log") as ui,
+        pytest.raises(AssertionError),
+    ):
+        check(ui)
