@@ -25,13 +25,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from tests.demo.helpers import copy_card, run_demo
+
 from loopkit import ChatMessage, ChatRole, FunctionCallContent, FunctionResultContent, Script
 from loopkit.demo.run import bundled_transcripts, instructions
 from loopkit.mcp import MCPClient
 from loopkit.providers.litellm_mapping import to_openai_messages, to_openai_tools
 from loopkit.runner import CARD_PREFIX
 from loopkit_tools import LocalTools, ToolsConfig
-from tests.demo.helpers import copy_card, run_demo
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 CARD = "delete-asks-for-confirmation"
@@ -111,7 +112,7 @@ def test_token_cost_of_the_delete_card(tmp_path: Path) -> None:
 
     # Anthropic caching with a breakpoint on the latest turn: request k reads request k-1's
     # prompt from the cache and writes the rest.
-    cached = [0] + plain[:-1]
+    cached = [0, *plain[:-1]]
     written = [p - c for p, c in zip(plain, cached, strict=True)]
     billed = sum(written) * CACHE_WRITE + sum(cached) * CACHE_READ
     naive_total = sum(naive)
