@@ -96,7 +96,9 @@ class UIService:
                 list(launch), cwd=launch_cwd, stdin=subprocess.DEVNULL, **group
             )
             pid = self.launched.pid
-        config: dict[str, Any] = {}
+        # Each accessibility call gets at most half the tool call's time, so a hung application
+        # yields a precise "did not answer" error well before the call's own deadline.
+        config: dict[str, Any] = {"timeout": min(5.0, call_timeout / 2)}
         if app_name:
             config["app_name"] = app_name
         if pid is not None:

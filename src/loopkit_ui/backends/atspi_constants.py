@@ -215,8 +215,9 @@ PROPERTIES = "org.freedesktop.DBus.Properties"
 EVENT_PREFIX = "org.a11y.atspi.Event."
 
 # Collection.GetMatches rule matching everything: (states, ALL, attributes, ALL, roles, ALL,
-# interfaces, ALL, invert=False); then sortby=CANONICAL, count, traverse=True.
-MATCH_ALL_RULE: tuple[object, ...] = ([], 1, {}, 1, [], 1, [], 1, False)
+# interfaces, ALL, invert=False); then sortby=CANONICAL, count, traverse=True. The state set is
+# two 32-bit words (Qt warns about any other size).
+MATCH_ALL_RULE: tuple[object, ...] = ([0, 0], 1, {}, 1, [], 1, [], 1, False)
 MATCH_SIGNATURE = "(aiia{ss}iaiiasib)uib"
 
 COORD_SCREEN = 0

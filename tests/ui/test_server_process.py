@@ -1,0 +1,82 @@
+"""The UI server process: a hung application times out instead of hanging the server, and an
+application the server launched itself ends with it."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from loopkit_ui.session import HeadlessDesktop
+from loopkit_ui.testing import UIServerClient, running_app
+
+from .conftest import EXAMPLES_DIR, PYTHON
+
+pytestmark = [pytest.mark.ui, pytest.mark.integration]
+
+
+def _processes_with(marker: str) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                if marker.encode() in Path(f"/proc/{entry}/environ").read_bytes():
+                    found.append(int(entry))
+            except OSError:
+                continue
+    return found
+
+
+def test_hung_application_times_out_and_recovers(
+    headless_desktop: HeadlessDesktop, tmp_path: Path
+) -> None:
+    env = {"PYTHONPATH": str(EXAMPLES_DIR), "INVOICE_APP_LOG": str(tmp_path / "app.log")}
+    with running_app(headless_desktop, [PYTHON, "-m", "invoice_app"], env=env) as app:
+        args = ["-m", "loopkit_ui.server", "--app-name", "invoice_app", "--timeout", "2",
+                "--attach-timeout", "20"]  # fmt: skip
+        with UIServerClient(args, env=headless_desktop.child_env()) as ui:
+            assert ui.call("ui_get_text", target="TotalLabel").text == "Total: 250.00"
+            os.kill(app.pid, signal.SIGSTOP)  # the UI thread stops answering
+            try:
+                start = time.monotonic()
+                hung = ui.call("ui_click", target="AddItemButton")
+                elapsed = time.monotonic() - start
+                assert hung.error, hung
+                assert "did not answer in time" in hung.text or "did not finish" in hung.text
+                assert elapsed < 10  # bounded by the call timeout, not hanging
+                # The server itself still answers.
+                assert ui.tools()
+            finally:
+                os.kill(app.pid, signal.SIGCONT)
+            deadline = time.monotonic() + 10
+            while True:
+                answer = ui.call("ui_click", target="AddItemButton")
+                if not answer.error or time.monotonic() > deadline:
+                    break
+            assert not answer.error and answer["success"], answer
+            assert ui.call("ui_get_text", target="ItemsTable", row=2, column=0).text == "New item"
+
+
+def test_launched_application_ends_with_the_server(
+    headless_desktop: HeadlessDesktop, tmp_path: Path
+) -> None:
+    marker = f"LOOPKIT_UI_TEST_MARKER={tmp_path.name}"
+    env = headless_desktop.child_env(
+        {"PYTHONPATH": str(EXAMPLES_DIR), "INVOICE_APP_LOG": str(tmp_path / "app.log"),
+         marker.split("=")[0]: marker.split("=")[1]}
+    )  # fmt: skip
+    args = ["-m", "loopkit_ui.server", "--launch", f"{sys.executable} -m invoice_app",
+            "--launch-cwd", str(EXAMPLES_DIR), "--attach-timeout", "20"]  # fmt: skip
+    with UIServerClient(args, env=env) as ui:
+        assert ui.call("ui_get_text", target="SubtotalLabel").text == "Subtotal: 250.00"
+        launched = [p for p in _processes_with(marker)
+                    if Path(f"/proc/{p}/cmdline").read_bytes().endswith(b"-m\0invoice_app\0")]  # fmt: skip
+        assert len(launched) == 1
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and launched[0] in _processes_with(marker):
+        time.sleep(0.1)
+    assert launched[0] not in _processes_with(marker)
