@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from loopkit_ui.backends import create_backend, default_backend_name
 from loopkit_ui.backends.protocol import (
     ActionResult,
@@ -26,7 +28,9 @@ from loopkit_ui.backends.protocol import (
     WindowReport,
 )
 from loopkit_ui.diff import diff_trees
-from loopkit_ui.session import DesktopError, HeadlessDesktop
+
+if TYPE_CHECKING:
+    from loopkit_ui.session import DesktopError, HeadlessDesktop
 
 __all__ = [
     "ActionResult",
@@ -54,3 +58,13 @@ __all__ = [
     "default_backend_name",
     "diff_trees",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # The session module is loaded on first use: ``python -m loopkit_ui.session`` must not find
+    # it already imported by the package (runpy warns about that).
+    if name in ("DesktopError", "HeadlessDesktop"):
+        from loopkit_ui import session
+
+        return getattr(session, name)
+    raise AttributeError(f"module 'loopkit_ui' has no attribute {name!r}")

@@ -143,6 +143,7 @@ class HeadlessDesktop:
         self.a11y_bus_address: str | None = None
         self.pgid: int | None = None
         self._procs: list[subprocess.Popen[bytes]] = []
+        self._daemons: list[subprocess.Popen[bytes]] = []
         self._runtime_dir: str | None = None
         self._env: dict[str, str] = {}
 
@@ -171,6 +172,7 @@ class HeadlessDesktop:
             self._start_dbus()
             if self.accessibility:
                 self._start_at_spi()
+            self._daemons = list(self._procs)
         except BaseException:
             self.stop()
             raise
@@ -224,6 +226,15 @@ class HeadlessDesktop:
     def stop(self, timeout: float = 5.0) -> None:
         """Terminate every process of the desktop (SIGTERM, then SIGKILL) and remove temp files."""
         victims = self.pids() if self._procs else set()
+        # Applications first, while their X server and buses still run (they exit cleanly
+        # instead of complaining about a lost display), then the daemons.
+        apps = [p for p in self._procs[len(self._daemons) :] if p.poll() is None]
+        for proc in apps:
+            with contextlib.suppress(ProcessLookupError):
+                proc.terminate()
+        for proc in apps:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(min(2.0, timeout))
         if self.pgid is not None:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(self.pgid, signal.SIGTERM)
@@ -247,6 +258,7 @@ class HeadlessDesktop:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(1.0)
         self._procs.clear()
+        self._daemons.clear()
         self.pgid = None
         self._env = {}
         if self._runtime_dir:
