@@ -31,7 +31,9 @@ Severity = Literal["error", "warning"]
 
 # Stack-trace lines of the common runtimes: Python, .NET, Java/JS.
 _PY_FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+)(?:, in (?P<func>\S+))?')
-_NET_FRAME = re.compile(r"^\s*at (?P<func>[\w.<>`+\[\], ]+\(.*?\))(?: in (?P<file>.+?):line (?P<line>\d+))?\s*$")
+_NET_FRAME = re.compile(
+    r"^\s*at (?P<func>[\w.<>`+\[\], ]+\(.*?\))(?: in (?P<file>.+?):line (?P<line>\d+))?\s*$"
+)
 _JAVA_FRAME = re.compile(r"^\s*at (?P<func>[\w.$<>]+)\((?P<file>[^:()]+)(?::(?P<line>\d+))?\)")
 _EXCEPTION = re.compile(
     r"\b(?P<type>(?:[A-Za-z_][\w]*\.)*[A-Z]\w*(?:Error|Exception|Fault|Interrupt|Exit))\b(?=:|\s|$)"
@@ -98,8 +100,13 @@ def _lines(texts: Iterable[str]) -> list[str]:
 
 
 def first_stack_line(texts: Iterable[str]) -> str | None:
-    """The first line that looks like a stack frame (Python, .NET or Java style)."""
-    for line in _lines(texts):
+    """The first line that looks like a stack frame (Python, .NET or Java style).
+
+    With chained Python exceptions ("During handling of the above exception ...") the last
+    traceback is the one of the exception that went unhandled: its first frame is used."""
+    lines = _lines(texts)
+    starts = [i for i, line in enumerate(lines) if "Traceback (most recent call last)" in line]
+    for line in lines[starts[-1] if starts else 0 :]:
         if _PY_FRAME.search(line) or _NET_FRAME.search(line) or _JAVA_FRAME.search(line):
             return line.strip()
     return None

@@ -32,7 +32,7 @@ from loopkit_ui.scripts.model import (
 __all__ = ["LoadedScript", "ScriptLoadError", "format_path", "load_schema", "load_script"]
 
 MAX_ERRORS = 10
-_STEP_LIST_KEYS = ("setup", "steps", "teardown", "invariants", "then", "else")
+FILE_DIR = "${file_dir}"
 
 
 class ScriptLoadError(ValueError):
@@ -121,8 +121,11 @@ def _describe_error(error: jsonschema.ValidationError, document: Any) -> str:
     parts = list(error.absolute_path)
     where = format_path(parts)
     context = _step_context(document, parts)
-    if error.validator == "enum" and parts and parts[-1] == "type" and not context.startswith(
-        " (action"
+    if (
+        error.validator == "enum"
+        and parts
+        and parts[-1] == "type"
+        and not context.startswith(" (action")
     ):
         wanted = str(error.instance)
         close = difflib.get_close_matches(wanted, STEP_TYPES, n=1)
@@ -214,13 +217,26 @@ def _all_step_lists(script: Script) -> Iterable[tuple[str, list[Step]]]:
         yield f"operations[{i}].steps", operation.steps
 
 
+def _with_file_dir(value: Any, folder: str) -> Any:
+    """Replace ``${file_dir}`` (the folder of the file the text is written in) at load time,
+    so a library's paths stay right whichever script imports it."""
+    if isinstance(value, str):
+        return value.replace(FILE_DIR, folder)
+    if isinstance(value, list):
+        return [_with_file_dir(item, folder) for item in value]
+    if isinstance(value, dict):
+        return {key: _with_file_dir(item, folder) for key, item in value.items()}
+    return value
+
+
 def load_script(path: str | Path, *, _stack: tuple[Path, ...] = ()) -> LoadedScript:
     """Load, validate and merge a script file (raises :class:`ScriptLoadError`)."""
     path = Path(path).resolve()
     if path in _stack:
         chain = " -> ".join(p.name for p in (*_stack, path))
         raise ScriptLoadError(path, [f"import/run cycle: {chain}"])
-    script = validate_document(_read_json(path), path)
+    document = _with_file_dir(_read_json(path), str(path.parent))
+    script = validate_document(document, path)
     app: AppConfig | None = None
     oracles: OracleConfig | None = None
     variables: dict[str, Any] = {}
@@ -272,4 +288,3 @@ def validate_files(paths: Iterable[str | Path]) -> dict[str, list[str]]:
         except ScriptLoadError as error:
             result[str(path)] = [f"{error.path}: {e}" for e in error.errors]
     return result
-

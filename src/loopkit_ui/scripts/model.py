@@ -91,6 +91,8 @@ ACTION_NEEDS: dict[str, tuple[str, ...]] = {
 }
 OPERATORS = ("equals", "not_equals", "contains", "not_contains", "matches")
 VarName = Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]
+VarRef = Annotated[str, Field(pattern=r"^\$\{[^}]+\}$")]
+CellIndex = Annotated[int, Field(ge=0)] | VarRef
 _STRICT = ConfigDict(extra="forbid", populate_by_name=True)
 
 
@@ -100,15 +102,15 @@ class LocatorFields(BaseModel):
     model_config = _STRICT
 
     target: str | None = Field(default=None, min_length=1)
-    row: int | None = Field(default=None, ge=0)
-    column: int | None = Field(default=None, ge=0)
+    row: CellIndex | None = None
+    column: CellIndex | None = None
     window: str | None = Field(default=None, min_length=1)
 
 
 class LocatorObject(LocatorFields):
     """A locator written as an object (``drag_and_drop``'s ``to``)."""
 
-    target: str = Field(min_length=1)  # type: ignore[assignment]
+    target: str = Field(min_length=1)
 
 
 class Expect(BaseModel):
@@ -231,7 +233,7 @@ class WaitForStep(StepBase, LocatorFields):
     """Wait until an element appears, disappears, or has a value."""
 
     type: Literal["wait_for"]
-    target: str = Field(min_length=1)  # type: ignore[assignment]
+    target: str = Field(min_length=1)
     condition: Literal["appear", "disappear", "value", "text", "enabled", "disabled", "visible"]
     value: str | None = None
     timeout: float = Field(default=5.0, gt=0, le=120)
@@ -246,7 +248,7 @@ class StoreStep(StepBase, LocatorFields):
     """Store an element property in a variable."""
 
     type: Literal["store"]
-    target: str = Field(min_length=1)  # type: ignore[assignment]
+    target: str = Field(min_length=1)
     property: str = Field(default="text", min_length=1)
     as_: VarName = Field(alias="as")
 
@@ -283,7 +285,7 @@ class ForEachStep(StepBase):
     """Run ``steps`` once per item, the item in variable ``as``."""
 
     type: Literal["for_each"]
-    items: list[Any] | Annotated[str, Field(pattern=r"^\$\{[^}]+\}$")]
+    items: list[Any] | VarRef
     as_: VarName = Field(alias="as")
     steps: list[Step]
 
@@ -447,7 +449,7 @@ class OracleConfig(BaseModel):
 
     model_config = _STRICT
 
-    enabled: list[OracleName] = Field(default_factory=lambda: list(ORACLES))
+    enabled: list[OracleName] = Field(default_factory=lambda: list(ORACLES))  # type: ignore[arg-type]
     error_labels: list[Annotated[str, Field(min_length=1)]] = Field(default_factory=list)
     log_error_pattern: str = r"\b(ERROR|CRITICAL|FATAL)\b"
     system_log_ident: str | None = None

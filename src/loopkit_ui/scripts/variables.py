@@ -32,9 +32,12 @@ class Scope:
         values: Mapping[str, Any] | None = None,
         parent: Scope | None = None,
         env: Mapping[str, str] | None = None,
+        *,
+        script_level: bool = False,
     ) -> None:
         self.values: dict[str, Any] = dict(values or {})
         self.parent = parent
+        self.script_level = script_level or parent is None
         self._env = env
 
     @property
@@ -44,13 +47,26 @@ class Scope:
             return self._env
         return self.parent.env if self.parent is not None else os.environ
 
-    def child(self, values: Mapping[str, Any] | None = None) -> Scope:
-        """A nested scope: writes stay in it, reads see the parents."""
-        return Scope(values, parent=self)
+    def child(
+        self, values: Mapping[str, Any] | None = None, *, script_level: bool = False
+    ) -> Scope:
+        """A nested scope; reads see the parents. A script-level scope (a script or
+        sub-script) keeps assignments to new names; a loop or block scope passes them up."""
+        return Scope(values, parent=self, script_level=script_level)
 
     def set(self, name: str, value: Any) -> None:
         """Set ``name`` in this scope."""
         self.values[name] = value
+
+    def assign(self, name: str, value: Any) -> None:
+        """``set``/``store``: update the scope that defines ``name`` (up to the script), else
+        define it at script level, so a value stored inside a loop is seen after it."""
+        scope: Scope | None = self
+        while scope is not None:
+            if name in scope.values or scope.script_level:
+                scope.values[name] = value
+                return
+            scope = scope.parent
 
     def names(self) -> list[str]:
         """Every visible variable name."""
@@ -94,8 +110,10 @@ class Scope:
 def _index(value: Any, part: str, reference: str, text: str) -> Any:
     if isinstance(value, Mapping) and part in value:
         return value[part]
-    if isinstance(value, list) and part.lstrip("-").isdigit() and -len(value) <= int(part) < len(
-        value
+    if (
+        isinstance(value, list)
+        and part.lstrip("-").isdigit()
+        and -len(value) <= int(part) < len(value)
     ):
         return value[int(part)]
     raise InterpolationError(
