@@ -204,3 +204,14 @@ def test_missing_and_vanished_app(headless_desktop: HeadlessDesktop) -> None:
                 b.get_element(L("GreetButton"))
                 time.sleep(0.05)
         b.close()
+
+
+def test_drag_and_drop_reorders_a_list(backend: AtspiBackend) -> None:
+    def order() -> list[str]:
+        names = ("first", "second", "third")
+        return [n.name for n in backend.snapshot().nodes if n.name in names]
+
+    assert order() == ["first", "second", "third"]
+    result = backend.drag_and_drop(L("first"), L("third"))
+    assert result.success and result.action == "drag_and_drop"
+    assert order() == ["second", "third", "first"]
