@@ -435,10 +435,14 @@ def _serve_http(server: MCPServer, host: str, port: int) -> None:
     import anyio
     import uvicorn
 
-    # Bind first so that port 0 works and the real port can be printed before serving.
-    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
+    # Bind and listen first, so that port 0 works and a client that reads the printed address
+    # can connect at once (the backlog holds it until uvicorn accepts). IPPROTO_TCP explicitly:
+    # with protocol 0 asyncio leaves TCP_NODELAY off and every answer waits ~40 ms for an ACK.
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((host, port))
+    sock.listen(128)
     print(f"loopkit-ui MCP server on http://{host}:{sock.getsockname()[1]}/mcp", flush=True)
     config = uvicorn.Config(server.streamable_http_app(host=host), log_level="warning")
     anyio.run(lambda: uvicorn.Server(config).serve(sockets=[sock]))
