@@ -7,3 +7,20 @@ import os
 # litellm must never try the network from tests (DESIGN.md: it fetches a price list otherwise).
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("LITELLM_OFFLINE_MODE", "true")
+
+
+def pytest_sessionstart(session: object) -> None:
+    """With LOOPKIT_REQUIRE_DESKTOP set (scripts/test.sh sets it on Linux), a machine without the
+    headless desktop is an error, never a reason to skip the UI tests quietly."""
+    if not os.environ.get("LOOPKIT_REQUIRE_DESKTOP"):
+        return
+    from loopkit_ui.testing import desktop_available
+
+    reason = desktop_available()
+    if reason:
+        import pytest
+
+        raise pytest.UsageError(
+            f"LOOPKIT_REQUIRE_DESKTOP is set but the headless desktop cannot start: {reason}. "
+            "Run scripts/setup.sh (it installs Xvfb, D-Bus and AT-SPI)."
+        )

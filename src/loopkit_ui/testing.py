@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
 import shutil
 import signal
 import subprocess
@@ -40,13 +41,16 @@ def desktop_available() -> str | None:
 @pytest.fixture(scope="session")
 def headless_desktop() -> Iterator[HeadlessDesktop]:
     """One private desktop (Xvfb + D-Bus + AT-SPI) for the test session; skipped off Linux."""
+    # Where the desktop must exist (the project's test command sets LOOPKIT_REQUIRE_DESKTOP),
+    # a missing one fails the tests instead of skipping them silently.
+    give_up = pytest.fail if os.environ.get("LOOPKIT_REQUIRE_DESKTOP") else pytest.skip
     reason = desktop_available()
     if reason:
-        pytest.skip(reason)
+        give_up(reason)
     try:
         desktop = HeadlessDesktop().start()
     except DesktopError as error:
-        pytest.skip(f"headless desktop unavailable: {error}")
+        give_up(f"headless desktop unavailable: {error}")
     try:
         yield desktop
     finally:
