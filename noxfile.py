@@ -1,10 +1,10 @@
 """Developer sessions. They run in the project's environment (``scripts/setup.sh`` makes ``.venv``):
 
-    .venv/bin/nox -s tests        # the whole suite (what CI runs, minus the install step)
-    .venv/bin/nox -s lint         # ruff check + ruff format --check
-    .venv/bin/nox -s typecheck    # mypy
-    .venv/bin/nox -s bench        # benchmarks, loopkit beside its peers; prints ratios
-    .venv/bin/nox -s demo -- examples/cards/delete-asks-for-confirmation.md
+.venv/bin/nox -s tests        # the whole suite (what CI runs, minus the install step)
+.venv/bin/nox -s lint         # ruff check + ruff format --check
+.venv/bin/nox -s typecheck    # mypy
+.venv/bin/nox -s bench        # benchmarks, loopkit beside its peers; prints ratios
+.venv/bin/nox -s demo -- examples/cards/delete-asks-for-confirmation.md
 """
 
 from __future__ import annotations
