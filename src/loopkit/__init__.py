@@ -43,6 +43,7 @@ _EXPORTS: dict[str, str] = {
     "ToolInvocation": "loopkit.middleware.function_invocation",
     "RetryPolicy": "loopkit.middleware.retry",
     "RetryingChatClient": "loopkit.middleware.retry",
+    "OpenTelemetryChatClient": "loopkit.middleware.otel",
     "RunLog": "loopkit.middleware.run_log",
     "RunLogChatClient": "loopkit.middleware.run_log",
     "TokenBudgetChatClient": "loopkit.middleware.token_budget",
@@ -128,6 +129,7 @@ if TYPE_CHECKING:
         FunctionInvokingChatClient,
         ToolInvocation,
     )
+    from loopkit.middleware.otel import OpenTelemetryChatClient
     from loopkit.middleware.retry import RetryingChatClient, RetryPolicy
     from loopkit.middleware.run_log import RunLog, RunLogChatClient
     from loopkit.middleware.token_budget import TokenBudgetChatClient

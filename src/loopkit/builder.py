@@ -120,6 +120,18 @@ class ChatClientBuilder:
         pol = policy or RetryPolicy(**kwargs)
         return self.use(lambda inner: RetryingChatClient(inner, pol))
 
+    def use_opentelemetry(
+        self, *, tracer_provider: Any | None = None, capture_content: bool = False, **kwargs: Any
+    ) -> ChatClientBuilder:
+        """Trace requests (and, below the loop, tool calls) with OpenTelemetry (``otel`` extra)."""
+        from loopkit.middleware.otel import OpenTelemetryChatClient
+
+        return self.use(
+            lambda inner: OpenTelemetryChatClient(
+                inner, tracer_provider=tracer_provider, capture_content=capture_content, **kwargs
+            )
+        )
+
     def build(self) -> ChatClient:
         """The composed client: factories applied innermost first."""
         client = self._inner

@@ -18,6 +18,7 @@ _EXPORTS: dict[str, str] = {
     "ToolInvocationListener": "loopkit.middleware.function_invocation",
     "cut_result": "loopkit.middleware.function_invocation",
     "tool_result_to_text": "loopkit.middleware.function_invocation",
+    "OpenTelemetryChatClient": "loopkit.middleware.otel",
     "RetryPolicy": "loopkit.middleware.retry",
     "RetryingChatClient": "loopkit.middleware.retry",
     "is_transient": "loopkit.middleware.retry",
@@ -44,6 +45,7 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:
+    from loopkit.middleware.otel import OpenTelemetryChatClient
     from loopkit.middleware.delegating import DelegatingChatClient
     from loopkit.middleware.function_invocation import (
         FunctionInvocationOptions,
