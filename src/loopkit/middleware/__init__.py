@@ -45,7 +45,6 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:
-    from loopkit.middleware.otel import OpenTelemetryChatClient
     from loopkit.middleware.delegating import DelegatingChatClient
     from loopkit.middleware.function_invocation import (
         FunctionInvocationOptions,
@@ -55,6 +54,7 @@ if TYPE_CHECKING:
         cut_result,
         tool_result_to_text,
     )
+    from loopkit.middleware.otel import OpenTelemetryChatClient
     from loopkit.middleware.retry import RetryingChatClient, RetryPolicy, is_transient
     from loopkit.middleware.run_log import RunLog, RunLogChatClient, redact
     from loopkit.middleware.token_budget import TokenBudgetChatClient

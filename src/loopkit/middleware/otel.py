@@ -104,7 +104,7 @@ class OpenTelemetryChatClient(DelegatingChatClient):
             self._finish(span, response)
             return response
 
-    async def get_streaming_response(  # type: ignore[override]
+    async def get_streaming_response(
         self, messages: Sequence[ChatMessage], options: ChatOptions | None = None
     ) -> AsyncIterator[ChatResponseUpdate]:
         with self._start(messages, options) as span:
