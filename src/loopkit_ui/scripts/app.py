@@ -57,6 +57,15 @@ class AppProcess:
         """The exit status if the process ended, else None."""
         return self.proc.poll() if self.proc is not None else None
 
+    def wait(self, timeout: float) -> int | None:
+        """Wait up to ``timeout`` seconds for the process to end; its status, else None."""
+        if self.proc is None:
+            return None
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            return None
+
     def start(self, extra_args: Sequence[str] = ()) -> UIBackend:
         """Start the process and attach a backend to it (waits up to ``startup_timeout``)."""
         env = {**self.env, **self.config.env}
@@ -85,6 +94,10 @@ class AppProcess:
             options["display"] = env.get("DISPLAY") or None
         self.backend = create_backend(self.backend_name, **options)
         self.backend.attach()
+        if hasattr(self.backend, "attach_timeout"):
+            # Attached once, by pid: a process that left cannot come back, so a later call must
+            # not wait the whole startup time for it to re-register.
+            self.backend.attach_timeout = 0.5
         return self.backend
 
     def close(self) -> int | None:

@@ -34,7 +34,10 @@ _PY_FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+)(?:, in (?P<f
 _NET_FRAME = re.compile(
     r"^\s*at (?P<func>[\w.<>`+\[\], ]+\(.*?\))(?: in (?P<file>.+?):line (?P<line>\d+))?\s*$"
 )
-_JAVA_FRAME = re.compile(r"^\s*at (?P<func>[\w.$<>]+)\((?P<file>[^:()]+)(?::(?P<line>\d+))?\)")
+_JAVA_FRAME = re.compile(
+    r"^\s*at (?P<func>[\w.$<>]+)\((?P<file>[\w$.-]+\.(?:java|kt|scala|groovy|js|ts))"
+    r"(?::(?P<line>\d+))?(?::\d+)?\)"
+)
 _EXCEPTION = re.compile(
     r"\b(?P<type>(?:[A-Za-z_][\w]*\.)*[A-Z]\w*(?:Error|Exception|Fault|Interrupt|Exit))\b(?=:|\s|$)"
 )
@@ -76,7 +79,7 @@ def normalise_stack_line(line: str | None) -> str:
     """``File "/abs/dir/x.py", line 3, in f`` -> ``x.py:3 in f`` (folders differ per machine)."""
     if not line:
         return ""
-    for pattern in (_PY_FRAME, _NET_FRAME, _JAVA_FRAME):
+    for pattern in (_PY_FRAME, _JAVA_FRAME, _NET_FRAME):
         match = pattern.search(line)
         if match:
             file = re.split(r"[\\/]", match.group("file") or "")[-1]
@@ -107,7 +110,7 @@ def first_stack_line(texts: Iterable[str]) -> str | None:
     lines = _lines(texts)
     starts = [i for i, line in enumerate(lines) if "Traceback (most recent call last)" in line]
     for line in lines[starts[-1] if starts else 0 :]:
-        if _PY_FRAME.search(line) or _NET_FRAME.search(line) or _JAVA_FRAME.search(line):
+        if any(p.search(line) for p in (_PY_FRAME, _JAVA_FRAME, _NET_FRAME)):
             return line.strip()
     return None
 

@@ -21,7 +21,6 @@ from collections import Counter
 from pathlib import Path
 
 from loopkit_ui.backends import (
-    AppNotFoundError,
     Locator,
     UIBackend,
     UIError,
@@ -32,7 +31,7 @@ from loopkit_ui.scripts.app import AppProcess
 from loopkit_ui.scripts.findings import Finding, crash_signs, exception_type, first_stack_line
 from loopkit_ui.scripts.model import OracleConfig
 from loopkit_ui.scripts.system_log import SystemLogSource
-from loopkit_ui.scripts.window_events import WindowEventSource
+from loopkit_ui.scripts.window_events import WindowEvent, WindowEventSource
 
 __all__ = ["OracleSuite", "WindowContent", "read_window"]
 
@@ -119,7 +118,10 @@ def _window_finding(oracle: str, title: str, content: WindowContent | None, step
     )
 
 
-def _signature(window: WindowInfo) -> tuple[str, str | None, str]:
+Signature = tuple[str, str | None, str]
+
+
+def _signature(window: WindowInfo) -> Signature:
     return window.title, window.id, window.role
 
 
@@ -151,7 +153,7 @@ class OracleSuite:
         self._exit_reported = False
         self._hung = False
         self._known: set[str] = set()
-        self._windows: Counter[tuple[str, str | None, str]] = Counter()
+        self._windows: Counter[Signature] = Counter()
         self._labels: dict[str, str] = {}
         self._log_offset = 0
         self._system_log_started = False
@@ -220,23 +222,37 @@ class OracleSuite:
                     )
                 self._hung = True
                 backend = None
-            except AppNotFoundError:
+            except UIError:
                 backend = None
+                findings += self._gone(step)
         events = self.window_events.drain() if self.window_events is not None else []
-        reported: set[str] = set()
-        if backend is not None and "window_event" in self.enabled:
-            findings += self._from_events(backend, events, reported, step)
-        if backend is not None and windows is not None and "window_poll" in self.enabled:
-            findings += self._from_polling(backend, windows, reported, step)
-        elif windows is not None:
-            self._windows = Counter(_signature(w) for w in windows)
-        if backend is not None and "error_label" in self.enabled:
-            findings += self._error_labels(backend, step)
+        try:
+            if windows is not None:
+                now = Counter(_signature(w) for w in windows)
+                before, self._windows = self._windows, now
+                if backend is not None:
+                    findings += self._new_windows(backend, events, before, now, step)
+            if backend is not None and "error_label" in self.enabled:
+                findings += self._error_labels(backend, step)
+        except UITimeoutError:
+            pass  # the next check's probe reports a hang
+        except UIError:
+            findings += self._gone(step)
         if "app_log" in self.enabled:
             findings += self._app_log(step)
         if "system_log" in self.enabled:
             findings += self._system_log(step)
         return findings
+
+    def _gone(self, step: str) -> list[Finding]:
+        """The app left the bus (or its objects vanished): it is probably exiting. Give it a
+        moment, so process_ended is reported after this step and not the next."""
+        app = self._app
+        status = app.wait(2.0) if app is not None else None
+        if status is None or self._exit_reported:
+            return []
+        self._exit_reported = True
+        return [self._process_ended(status, step)] if "process_ended" in self.enabled else []
 
     def final_check(self, step: str = "(after close)") -> list[Finding]:
         """After the app closed: only the logs (an error written while shutting down)."""
@@ -270,38 +286,52 @@ class OracleSuite:
             step=step,
         )
 
-    def _from_events(
-        self, backend: UIBackend, events: list, reported: set[str], step: str
+    def _new_windows(
+        self,
+        backend: UIBackend,
+        events: list[WindowEvent],
+        before: Counter[Signature],
+        now: Counter[Signature],
+        step: str,
     ) -> list[Finding]:
-        found = []
-        for event in events:
-            if event.key in self._known or event.key in reported:
-                continue
-            reported.add(event.key)
-            content = read_window(backend, event.key)
-            found.append(_window_finding("window_event", event.title, content, step))
-        self._known |= reported
-        return found
-
-    def _from_polling(
-        self, backend: UIBackend, windows: list[WindowInfo], reported: set[str], step: str
-    ) -> list[Finding]:
-        now = Counter(_signature(w) for w in windows)
-        appeared = now - self._windows
-        self._windows = now
-        if not appeared:
-            return []
-        nodes = backend.snapshot(node_budget=3000).nodes
-        tops = [n for n in nodes if n.depth == 1 and n.key not in self._known]
-        found = []
-        for node in tops:
-            self._known.add(node.key)
-            if node.key not in reported:
-                content = read_window(backend, node.key)
-                found.append(_window_finding("window_poll", node.name, content, step))
-        if not tops and not reported:
-            for title, _id, _role in appeared:
-                found.append(_window_finding("window_poll", title, None, step))
+        """The window oracles. A window is new when its kind (title, id, role) is more
+        numerous than at the last check, or when the hook saw a window that is gone again.
+        Keys alone do not tell: Qt may give an existing window a new accessible object."""
+        appeared = now - before
+        fresh = [e for e in events if e.key not in self._known]
+        tops: dict[str, Signature] = {}
+        if (fresh and "window_event" in self.enabled) or (
+            appeared and "window_poll" in self.enabled
+        ):
+            tops = {
+                n.key: (n.name, n.id, n.role)
+                for n in backend.snapshot(node_budget=3000).nodes
+                if n.depth == 1
+            }
+        found: list[Finding] = []
+        budget = Counter(appeared)
+        if "window_event" in self.enabled:
+            for event in fresh:
+                if event.key in self._known:
+                    continue  # two events for one window
+                self._known.add(event.key)
+                if event.key not in tops:
+                    found.append(_window_finding("window_event", event.title, None, step))
+                elif budget[tops[event.key]] > 0:
+                    budget[tops[event.key]] -= 1
+                    content = read_window(backend, event.key)
+                    found.append(_window_finding("window_event", event.title, content, step))
+        if "window_poll" in self.enabled:
+            for signature, missing in (+budget).items():
+                keys = [k for k, sig in tops.items() if sig == signature]
+                unseen = [k for k in keys if k not in self._known] or keys
+                for key in unseen[-missing:] if unseen else []:
+                    self._known.add(key)
+                    content = read_window(backend, key)
+                    found.append(_window_finding("window_poll", signature[0], content, step))
+                if not keys:
+                    found.append(_window_finding("window_poll", signature[0], None, step))
+        self._known |= set(tops)
         return found
 
     def _error_labels(self, backend: UIBackend, step: str) -> list[Finding]:

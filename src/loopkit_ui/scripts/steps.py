@@ -16,6 +16,8 @@ from typing import Any
 
 from loopkit_ui.backends import (
     ActionResult,
+    AppNotFoundError,
+    ElementVanishedError,
     Expectation,
     Locator,
     UIBackend,
@@ -171,6 +173,12 @@ class Interpreter:
                 self._leaf(resolved, result, scope, script)
         except StepFailure as error:
             failure = str(error)
+        except (AppNotFoundError, ElementVanishedError) as error:
+            failure = f"{type(error).__name__}: {error}"
+            if "process_ended" in step.expect_findings and self.state.app.wait(2.0) is not None:
+                # The step was meant to end the app (a Quit button): that is its success.
+                failure = None
+                result.message = "the application ended, as this step expects"
         except (UIError, InterpolationError, OSError, ValueError) as error:
             failure = f"{type(error).__name__}: {error}"
         result.ms = round((time.perf_counter() - start) * 1000, 1)
