@@ -15,7 +15,7 @@ DEBIAN_PACKAGES=(
   xvfb xauth x11-utils dbus dbus-x11 at-spi2-core gir1.2-atspi-2.0 libgirepository1.0-dev libcairo2-dev
   libxkbcommon-x11-0 libxcb-cursor0 libxcb-icccm4 libxcb-image0 libxcb-keysyms1 libxcb-randr0
   libxcb-render-util0 libxcb-shape0 libxcb-xinerama0 libxcb-xkb1 libegl1 libgl1 libfontconfig1
-  libdbus-1-3 fonts-dejavu-core
+  libdbus-1-3 fonts-dejavu-core rsyslog
 )
 
 say() { printf '\033[1m[setup]\033[0m %s\n' "$*"; }
