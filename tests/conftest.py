@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import os
 
+# One headless desktop (Xvfb + D-Bus + AT-SPI) for the whole session: the `headless_desktop`
+# fixture, shared by the UI, script-runner and demo tests.
+pytest_plugins = ["loopkit_ui.testing"]
+
 # litellm must never try the network from tests (DESIGN.md: it fetches a price list otherwise).
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("LITELLM_OFFLINE_MODE", "true")

@@ -13,7 +13,6 @@ import pytest
 
 from loopkit_ui.scripts import RunnerConfig, ScriptRunner, SyslogFileSource
 from loopkit_ui.session import HeadlessDesktop
-from loopkit_ui.testing import headless_desktop  # noqa: F401  (a fixture)
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPTS = REPO / "examples" / "scripts"
@@ -77,7 +76,7 @@ RunnerFactory = Callable[..., ScriptRunner]
 
 @pytest.fixture
 def make_runner(
-    headless_desktop: HeadlessDesktop,  # noqa: F811
+    headless_desktop: HeadlessDesktop,
     rsyslog: Syslog,
     tmp_path: Path,
 ) -> RunnerFactory:
