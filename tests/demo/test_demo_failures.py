@@ -99,3 +99,13 @@ def test_a_config_that_is_not_valid(tmp_path: Path) -> None:
     )
     assert run.returncode == 2
     assert "max_rounds: Input should be a valid integer" in run.output
+
+
+def test_a_tools_table_that_is_not_valid(tmp_path: Path) -> None:
+    config = tmp_path / "tools.toml"
+    config.write_text("[tools]\nbuild_timeout_s = -1\n")
+    card = copy_card(tmp_path, "delete-asks-for-confirmation")
+    run = run_demo(tmp_path, card, "--config", str(config))
+    assert run.returncode == 2, run.output
+    assert "[tools]: build_timeout_s: Input should be greater than 0" in " ".join(run.output.split())
+    assert Card.load(card).state is CardState.NEW  # the run never started

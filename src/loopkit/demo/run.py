@@ -8,14 +8,15 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
 from rich.console import Console
 
 from loopkit.abstractions.chat import ChatClient
 from loopkit.cards import Card, CardState, mark_failed_in_file
-from loopkit.config import RunnerConfig
+from loopkit.config import ConfigError, RunnerConfig
 from loopkit.demo.progress import LiveProgress, summary_table
 from loopkit.demo.workspace import ScratchRepo, WorkspaceError, create_scratch_repo, slug
-from loopkit.errors import CardError
+from loopkit.errors import CardError, describe_validation_error
 from loopkit.middleware.retry import RetryPolicy
 from loopkit.middleware.run_log import RunLog
 from loopkit.result import RunResult
@@ -83,7 +84,13 @@ def make_model(config: RunnerConfig, card_path: Path) -> ChatClient:
 
 def local_tools(config: RunnerConfig, scratch: ScratchRepo) -> ToolSource:
     """The local tools from the configured provider module (``loopkit_tools`` by default)."""
-    module = importlib.import_module(config.tools_provider)
+    try:
+        module = importlib.import_module(config.tools_provider)
+    except ImportError as e:
+        raise ConfigError(
+            f"tools_provider {config.tools_provider!r} cannot be imported: {e}. It names a module "
+            "with ToolsConfig and LocalTools (default: loopkit_tools)"
+        ) from None
     settings: dict[str, Any] = {
         "root": scratch.repo,
         "read_folders": [scratch.app_folder, "docs"],
@@ -97,7 +104,11 @@ def local_tools(config: RunnerConfig, scratch: ScratchRepo) -> ToolSource:
         **settings.get("app_env", {}),
     }
     settings["app_env"] = app_env
-    tools: ToolSource = module.LocalTools(module.ToolsConfig.model_validate(settings))
+    try:
+        tools_config = module.ToolsConfig.model_validate(settings)
+    except ValidationError as e:
+        raise ConfigError(f"[tools]: {describe_validation_error(e)}") from None
+    tools: ToolSource = module.LocalTools(tools_config)
     return tools
 
 
@@ -134,9 +145,10 @@ async def run_demo(config: RunnerConfig, card_path: Path, console: Console) -> i
             f"[yellow]note:[/yellow] the card is in state {card.state.value}; running it again"
         )
     try:
-        scratch = create_scratch_repo(config.app_source, runs_dir, card_path.stem)
         model = make_model(config, card_path)
-    except (WorkspaceError, CardError, OSError) as e:
+        scratch = create_scratch_repo(config.app_source, runs_dir, card_path.stem)
+        tools = local_tools(config, scratch)
+    except (WorkspaceError, CardError, ConfigError, OSError) as e:
         console.print(f"[red]error:[/red] {e}")
         return 2
     log_path = config.log or scratch.run_dir / "run.jsonl"
@@ -147,7 +159,7 @@ async def run_demo(config: RunnerConfig, card_path: Path, console: Console) -> i
             # Trees and screenshots of this run go into its folder.
             ui_env = {"LOOPKIT_UI_OUTPUT_DIR": str(scratch.run_dir / "ui"), **ui_server.env}
             ui_server = ui_server.model_copy(update={"env": ui_env})
-        sources: list[ToolSource] = [local_tools(config, scratch), MCPToolSource(ui_server)]
+        sources: list[ToolSource] = [tools, MCPToolSource(ui_server)]
         runner = CardRunner(
             model,
             instructions=instructions(),
