@@ -84,6 +84,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parse_args(argv)
     from rich.console import Console
+    from rich.markup import escape
 
     console = Console(highlight=False)
     try:
@@ -96,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
             transcript=args.transcript,
         )
     except ConfigError as e:
-        console.print(f"[red]error:[/red] {e}")
+        console.print(f"[red]error:[/red] {escape(str(e))}")
         return 2
     if _needs_headless_desktop(config.headless):
         return _rerun_in_headless_desktop(argv)

@@ -72,7 +72,7 @@ def summary_table(
     table.add_column(overflow="fold")
     style = "green" if status == "done" else "red"
     table.add_row("result", Text(f"RESULT: {status}" + (f": {reason}" if reason else ""), style))
-    table.add_row("card", card_state)
+    table.add_row("card", Text(card_state))
     table.add_row("rounds", str(totals.get("rounds", 0)))
     table.add_row(
         "tool calls",
@@ -84,7 +84,8 @@ def summary_table(
         f", output {totals.get('output_tokens', 0):,}",
     )
     table.add_row("seconds", f"{totals.get('seconds', 0):.1f}")
-    table.add_row("commit", commit or "none")
-    table.add_row("repository", repo)
-    table.add_row("run log", log_path)
+    # Text, not markup: a commit subject or a path may contain brackets.
+    table.add_row("commit", Text(commit or "none"))
+    table.add_row("repository", Text(repo))
+    table.add_row("run log", Text(log_path))
     return table

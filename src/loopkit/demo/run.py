@@ -10,6 +10,7 @@ from typing import Any
 
 from pydantic import ValidationError
 from rich.console import Console
+from rich.markup import escape
 
 from loopkit.abstractions.chat import ChatClient
 from loopkit.cards import Card, CardState, mark_failed_in_file
@@ -57,12 +58,12 @@ def first_line(config: RunnerConfig, card_path: Path) -> str:
     if config.scripted:
         return (
             "[bold]Model: scripted[/bold] (no API key needed): it plays the bundled transcript for "
-            f"{card_path.name}; every tool call is real. For Claude: set ANTHROPIC_API_KEY and add "
-            "--config examples/configs/claude.toml; for OpenAI: OPENAI_API_KEY and "
-            "--model openai/gpt-5."
+            f"{escape(card_path.name)}; every tool call is real. For Claude: set "
+            "ANTHROPIC_API_KEY and add --config examples/configs/claude.toml; for OpenAI: "
+            "OPENAI_API_KEY and --model openai/gpt-5."
         )
-    return f"[bold]Model: {config.model}[/bold] via litellm" + (
-        f" at {config.api_base}" if config.api_base else ""
+    return f"[bold]Model: {escape(config.model)}[/bold] via litellm" + (
+        f" at {escape(config.api_base)}" if config.api_base else ""
     )
 
 
@@ -149,7 +150,7 @@ async def run_demo(config: RunnerConfig, card_path: Path, console: Console) -> i
         scratch = create_scratch_repo(config.app_source, runs_dir, card_path.stem)
         tools = local_tools(config, scratch)
     except (WorkspaceError, CardError, ConfigError, OSError) as e:
-        console.print(f"[red]error:[/red] {e}")
+        console.print(f"[red]error:[/red] {escape(str(e))}")
         return 2
     log_path = config.log or scratch.run_dir / "run.jsonl"
     base = scratch.head()
