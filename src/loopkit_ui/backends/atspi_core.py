@@ -219,7 +219,8 @@ class AtspiCore:
             app = self._select(apps)
             if app is not None:
                 break
-            if time.monotonic() >= deadline:
+            # A process that no longer exists will not register: fail now, not at the deadline.
+            if time.monotonic() >= deadline or (self.pid is not None and not _pid_exists(self.pid)):
                 wanted = f"pid {self.pid}" if self.pid is not None else repr(self.app_name)
                 running = ", ".join(f"{a.name!r} (pid {a.pid})" for a in apps) or "none"
                 raise AppNotFoundError(
@@ -476,3 +477,13 @@ class AtspiCore:
             )
 
         return self._guarded(read)
+
+
+def _pid_exists(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
