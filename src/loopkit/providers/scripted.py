@@ -224,7 +224,9 @@ class ScriptedChatClient:
             )
         return ChatMessage(role=ChatRole.ASSISTANT, contents=contents)
 
-    def _usage(self, turn: ScriptedTurn, messages: Sequence[ChatMessage]) -> UsageDetails:
+    def _usage(
+        self, turn: ScriptedTurn, messages: Sequence[ChatMessage], options: ChatOptions | None
+    ) -> UsageDetails:
         if turn.usage is not None:
             return turn.usage
         sent = sum(
@@ -233,6 +235,9 @@ class ScriptedChatClient:
             for m in messages
             for c in m.contents
         )
+        # The tool schemas go with every request too, as a provider would bill them.
+        tools = options.tools if options is not None else []
+        sent += sum(len(t.name) + len(t.description) + len(json.dumps(t.parameters)) for t in tools)
         out = len(turn.text) + sum(len(json.dumps(c.arguments)) + len(c.name) for c in turn.calls)
         return UsageDetails(input_tokens=max(1, sent // 4), output_tokens=max(1, out // 4))
 
@@ -243,7 +248,7 @@ class ScriptedChatClient:
         message = self._build(turn, turn_no, messages)
         return ChatResponse(
             messages=[message],
-            usage=self._usage(turn, messages),
+            usage=self._usage(turn, messages, options),
             finish_reason="tool_calls" if turn.calls else "stop",
             model_id="scripted",
         )
