@@ -107,5 +107,44 @@ def test_a_tools_table_that_is_not_valid(tmp_path: Path) -> None:
     card = copy_card(tmp_path, "delete-asks-for-confirmation")
     run = run_demo(tmp_path, card, "--config", str(config))
     assert run.returncode == 2, run.output
-    assert "[tools]: build_timeout_s: Input should be greater than 0" in " ".join(run.output.split())
+    assert "[tools]: build_timeout_s: Input should be greater than 0" in " ".join(
+        run.output.split()
+    )
     assert Card.load(card).state is CardState.NEW  # the run never started
+
+
+def test_an_interrupted_run_marks_the_card_failed_and_ends_its_log(tmp_path: Path) -> None:
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    card = copy_card(tmp_path, "validate-quantity-and-price")
+    runs = tmp_path / "runs"
+    env = {**os.environ, "LOOPKIT_RUNS_DIR": str(runs), "LOOPKIT_HEADLESS": "always"}
+    env.pop("LOOPKIT_IN_HEADLESS_SESSION", None)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "loopkit.demo", str(card)],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:  # interrupt once the app is running
+        logs = list(runs.glob("*/run.jsonl"))
+        if logs and '"name":"start_app"' in logs[0].read_text():
+            break
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    output, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 130, output
+    assert Card.load(card).state is CardState.FAILED
+    log = next(runs.glob("*/run.jsonl"))
+    last = json.loads(log.read_text().splitlines()[-1])
+    assert last["type"] == "result" and last["data"]["reason"] == "the run was interrupted"
+    assert "RESULT: failed: the run was interrupted" in " ".join(output.split())
+    # the app the run started is gone
+    assert subprocess.run(["pgrep", "-f", f"{runs}.*invoice_app"], check=False).returncode == 1

@@ -9,12 +9,18 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from loopkit.config import ConfigError, load_config
+from loopkit.config import ConfigError, RunnerConfig, load_config
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 _EPILOG = """\
 examples:
@@ -64,19 +70,44 @@ def _needs_headless_desktop(mode: str) -> bool:
 def _rerun_in_headless_desktop(argv: list[str]) -> int:
     # The desktop (Xvfb + D-Bus + AT-SPI) is loopkit_ui's; reach it as a command, not an import.
     env = {**os.environ, "LOOPKIT_IN_HEADLESS_SESSION": "1"}
-    command = [
-        sys.executable,
-        "-m",
-        "loopkit_ui.session",
-        "--",
-        sys.executable,
-        "-m",
-        "loopkit.demo",
-        *argv,
-    ]
+    command = [sys.executable, "-m", "loopkit_ui.session", "--",
+               sys.executable, "-m", "loopkit.demo", *argv]  # fmt: skip
+    proc = subprocess.Popen(command, env=env)
+
+    # Pass an interrupt on and wait: the run inside marks its card Failed and ends its log
+    # before the desktop goes (subprocess.call would kill it at once).
+    def forward(signum: int, _frame: object) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            proc.send_signal(signum)
+
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, forward)
+    return proc.wait()
+
+
+async def _run_until_interrupted(config: RunnerConfig, card: Path, console: Console) -> int:
+    """Run the demo; the first SIGINT/SIGTERM cancels it cleanly, later ones are ignored (one
+    Ctrl-C reaches this process twice under the headless desktop: from the terminal and
+    forwarded)."""
+    from loopkit.demo.run import run_demo
+
+    task = asyncio.current_task()
+    assert task is not None
+    loop = asyncio.get_running_loop()
+    stopping = False
+
+    def stop() -> None:
+        nonlocal stopping
+        if not stopping:
+            stopping = True
+            console.print("[red]interrupted:[/red] stopping the app and closing the run log")
+            task.cancel()
+
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, stop)
     try:
-        return subprocess.call(command, env=env)
-    except KeyboardInterrupt:
+        return await run_demo(config, card, console)
+    except asyncio.CancelledError:
         return 130
 
 
@@ -101,13 +132,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if _needs_headless_desktop(config.headless):
         return _rerun_in_headless_desktop(argv)
-    from loopkit.demo.run import run_demo
-
-    try:
-        return asyncio.run(run_demo(config, args.card, console))
-    except KeyboardInterrupt:
-        console.print("[red]interrupted[/red]")
-        return 130
+    return asyncio.run(_run_until_interrupted(config, args.card, console))
 
 
 if __name__ == "__main__":

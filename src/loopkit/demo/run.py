@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 import os
 from importlib import resources
@@ -21,7 +22,7 @@ from loopkit.errors import CardError, describe_validation_error
 from loopkit.middleware.retry import RetryPolicy
 from loopkit.middleware.run_log import RunLog
 from loopkit.result import RunResult
-from loopkit.runner import CardRunner, MCPToolSource, RunLimits, ToolSource
+from loopkit.runner import CardRunner, CardRunOutcome, MCPToolSource, RunLimits, ToolSource
 
 _KEY_VARIABLES = {"anthropic/": "ANTHROPIC_API_KEY", "openai/": "OPENAI_API_KEY"}
 
@@ -173,8 +174,18 @@ async def run_demo(config: RunnerConfig, card_path: Path, console: Console) -> i
         )
         progress = LiveProgress(console, config.max_rounds)
         log.subscribe(progress.on_event)
+        interrupted = False
         with progress:
-            outcome = await runner.run(card)
+            try:
+                outcome = await runner.run(card)
+            except asyncio.CancelledError:
+                # The runner has marked the card Failed and written the result line.
+                interrupted = True
+                outcome = CardRunOutcome(
+                    result=RunResult(status="failed", reason="the run was interrupted"),
+                    card=Card.load(card_path),
+                    totals=log.totals(),
+                )
     commits = scratch.commits_since(base)
     commit = commits[0].describe() if commits else None
     result: RunResult = outcome.result
@@ -189,4 +200,6 @@ async def run_demo(config: RunnerConfig, card_path: Path, console: Console) -> i
             repo=str(scratch.repo),
         )
     )
+    if interrupted:
+        return 130
     return 0 if result.done else 1
