@@ -351,3 +351,45 @@ async def test_errors_that_terminate_the_run_propagate_at_once() -> None:
     with pytest.raises(MCPServerError):
         await loop(model, max_consecutive_errors=3).get_response(user(), opts(dead))
     assert model.position == 1
+
+
+async def test_calls_needing_approval_run_only_when_approved() -> None:
+    ran: list[int] = []
+
+    @tool
+    def commit(n: int) -> str:
+        """Commit."""
+        ran.append(n)
+        return f"committed {n}"
+
+    asked: list[dict] = []
+
+    async def approver(c: FunctionCallContent) -> bool:
+        asked.append(c.arguments)
+        return c.arguments["n"] == 2
+
+    refused = "Error: the call to commit was not approved."
+    turns = [
+        {"calls": [call("commit", {"contains": [refused], "error": True}, n=1)]} for _ in range(4)
+    ]
+    turns.append(
+        {
+            "calls": [
+                call("commit", {"equals": "committed 2"}, n=2),
+                call("add", {"equals": "3"}, a=1, b=2),
+            ]
+        }
+    )
+    turns.append({"text": "ok"})
+    client = loop(
+        script(*turns), approval_required={"commit"}, approver=approver, max_consecutive_errors=1
+    )
+    response = await client.get_response(user(), opts(commit, add))
+    assert response.text == "ok"
+    assert ran == [2]  # refused calls never ran; four refusals in a row are not "errors"
+    assert asked == [{"n": 1}] * 4 + [{"n": 2}]  # add needs no approval
+
+
+def test_approval_needs_an_approver() -> None:
+    with pytest.raises(ValueError, match="no approver is set"):
+        FunctionInvocationOptions(approval_required=frozenset({"git_commit"}))

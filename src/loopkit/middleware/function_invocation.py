@@ -9,9 +9,10 @@ its final answer).
 from __future__ import annotations
 
 import asyncio
+import inspect
 import json
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -38,6 +39,10 @@ from loopkit.middleware.delegating import DelegatingChatClient
 DEFAULT_MAX_RESULT_CHARS = 4000
 
 
+#: Decides whether one tool call may run: ``approver(call) -> bool`` (or an awaitable of it).
+Approver = Callable[[FunctionCallContent], "bool | Awaitable[bool]"]
+
+
 @dataclass(slots=True)
 class FunctionInvocationOptions:
     """Settings of the loop; defaults follow Microsoft.Extensions.AI."""
@@ -58,6 +63,11 @@ class FunctionInvocationOptions:
     max_result_chars: int | None = DEFAULT_MAX_RESULT_CHARS
     #: After the last round, make one more request with tools disabled so the model can answer.
     final_request_without_tools: bool = True
+    #: Tools whose calls need a yes from ``approver`` first (a human in the loop, a policy).
+    approval_required: frozenset[str] = frozenset()
+    #: Decides a call to a tool in ``approval_required`` (sync or async); False refuses it and
+    #: the model is told so. Required when ``approval_required`` is not empty.
+    approver: Approver | None = None
 
     def __post_init__(self) -> None:
         if self.max_rounds < 1:
@@ -68,6 +78,12 @@ class FunctionInvocationOptions:
             )
         if self.max_result_chars is not None and self.max_result_chars < 100:
             raise ValueError(f"max_result_chars must be >= 100, got {self.max_result_chars}")
+        self.approval_required = frozenset(self.approval_required)
+        if self.approval_required and self.approver is None:
+            raise ValueError(
+                "approval_required names tools but no approver is set: pass approver=, a "
+                "function (call) -> bool that asks a person or applies a policy"
+            )
 
 
 @dataclass(slots=True)
@@ -254,6 +270,13 @@ class FunctionInvokingChatClient(DelegatingChatClient):
             error = True
             exception = ToolError(call.arguments_error)
             text = f"Error: {call.arguments_error}"
+        elif call.name in self.options.approval_required and not await self._approved(call):
+            # A refusal is an answer, not a failure: it does not count as a consecutive error.
+            error = True
+            text = (
+                f"Error: the call to {call.name} was not approved. Do not retry it unchanged; "
+                "continue without it or explain in your answer why it is needed."
+            )
         else:
             try:
                 text = tool_result_to_text(await target.invoke(call.arguments))
@@ -277,6 +300,14 @@ class FunctionInvokingChatClient(DelegatingChatClient):
             for listener in self.listeners:
                 listener.on_tool_invoked(invocation)
         return FunctionResultContent(call_id=call.call_id, result=text, error=error), exception
+
+    async def _approved(self, call: FunctionCallContent) -> bool:
+        approver = self.options.approver
+        assert approver is not None  # checked by FunctionInvocationOptions
+        decision = approver(call)
+        if inspect.isawaitable(decision):
+            decision = await decision
+        return bool(decision)
 
     async def get_streaming_response(
         self, messages: Sequence[ChatMessage], options: ChatOptions | None = None
