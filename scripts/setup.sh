@@ -11,7 +11,7 @@ VENV=${VENV:-.venv}
 EXTRAS=${LOOPKIT_EXTRAS:-ui,dev}
 
 DEBIAN_PACKAGES=(
-  git python3-venv python3-dev gcc pkg-config
+  git procps python3-venv python3-dev gcc pkg-config
   xvfb xauth x11-utils dbus dbus-x11 at-spi2-core gir1.2-atspi-2.0 libgirepository1.0-dev libcairo2-dev
   libxkbcommon-x11-0 libxcb-cursor0 libxcb-icccm4 libxcb-image0 libxcb-keysyms1 libxcb-randr0
   libxcb-render-util0 libxcb-shape0 libxcb-xinerama0 libxcb-xkb1 libegl1 libgl1 libfontconfig1
