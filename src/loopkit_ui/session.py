@@ -108,7 +108,8 @@ def _children_of(pids: set[int]) -> set[int]:
     return found
 
 
-def _alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """Whether ``pid`` runs (Linux, via /proc); a zombie counts as gone."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
@@ -221,7 +222,7 @@ class HeadlessDesktop:
         own = {proc.pid for proc in self._procs if proc.poll() is None}
         if self.pgid is not None:
             own |= _group_members(self.pgid)
-        return {pid for pid in own | _children_of(own) if _alive(pid)}
+        return {pid for pid in own | _children_of(own) if pid_alive(pid)}
 
     def stop(self, timeout: float = 5.0) -> None:
         """Terminate every process of the desktop (SIGTERM, then SIGKILL) and remove temp files."""
@@ -245,13 +246,13 @@ class HeadlessDesktop:
         for proc in self._procs:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(max(0.0, deadline - time.monotonic()))
-        while time.monotonic() < deadline and any(_alive(pid) for pid in victims):
+        while time.monotonic() < deadline and any(pid_alive(pid) for pid in victims):
             time.sleep(0.02)
         if self.pgid is not None:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(self.pgid, signal.SIGKILL)
         for pid in victims:
-            if _alive(pid):
+            if pid_alive(pid):
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.kill(pid, signal.SIGKILL)
         for proc in self._procs:

@@ -30,6 +30,7 @@ from loopkit_ui.backends.protocol import (
     UITimeoutError,
     WindowInfo,
 )
+from loopkit_ui.session import pid_alive
 
 __all__ = ["AtspiCore", "a11y_bus_address"]
 
@@ -220,7 +221,7 @@ class AtspiCore:
             if app is not None:
                 break
             # A process that no longer exists will not register: fail now, not at the deadline.
-            if time.monotonic() >= deadline or (self.pid is not None and not _pid_exists(self.pid)):
+            if time.monotonic() >= deadline or (self.pid is not None and not pid_alive(self.pid)):
                 wanted = f"pid {self.pid}" if self.pid is not None else repr(self.app_name)
                 running = ", ".join(f"{a.name!r} (pid {a.pid})" for a in apps) or "none"
                 raise AppNotFoundError(
@@ -477,13 +478,3 @@ class AtspiCore:
             )
 
         return self._guarded(read)
-
-
-def _pid_exists(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
