@@ -286,6 +286,12 @@ def discount_card() -> dict[str, Any]:
 def delete_card() -> dict[str, Any]:
     title = "Deleting an item should ask first"
     dialog = "ConfirmDeleteDialog"
+    delete_opens_dialog = call(
+        "ui_click",
+        acted(active_dialog=f"Delete item #{dialog}"),
+        target="DeleteSelectedButton",
+        expect_appear=[dialog],
+    )
     turns = common_start("main_window.py", "def delete_selected")
     turns += [
         turn(
@@ -312,14 +318,7 @@ def delete_card() -> dict[str, Any]:
             text="No row selected: nothing happens, as before.",
         ),
         turn(call("ui_click", acted(), target="ItemsTable", row=0, column=0)),
-        turn(
-            call(
-                "ui_click",
-                acted('"active_dialog": "Delete item #ConfirmDeleteDialog"'),
-                target="DeleteSelectedButton",
-                expect_appear=[dialog],
-            )
-        ),
+        turn(delete_opens_dialog),
         turn(
             text_of("ConfirmDeleteText", 'Delete the item "Consulting"?'),
             text="The dialog names the item.",
@@ -330,14 +329,7 @@ def delete_card() -> dict[str, Any]:
             text_of("TotalLabel", "Total: 250.00"),
             text="No left everything as it was.",
         ),
-        turn(
-            call(
-                "ui_click",
-                acted('"active_dialog": "Delete item #ConfirmDeleteDialog"'),
-                target="DeleteSelectedButton",
-                expect_appear=[dialog],
-            )
-        ),
+        turn(delete_opens_dialog),
         turn(call("ui_click", acted(), target="ConfirmDeleteYesButton", expect_disappear=[dialog])),
         turn(
             call("ui_get_cell", ok("Travel"), table="ItemsTable", row=0, column=0),
