@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tools_helpers import MAX_FILE_BYTES, Workspace, tool_by_name
+from tools_helpers import MAX_FILE_BYTES, NaiveGuard, Workspace, tool_by_name
 
 from loopkit.abstractions import ToolError
 from loopkit_tools import LocalTools
@@ -245,15 +245,12 @@ async def test_listing_shows_no_escape_routes(workspace: Workspace) -> None:
     assert lines == sorted(lines)
 
 
-async def test_the_corpus_detects_a_naive_guard(workspace: Workspace, monkeypatch: Any) -> None:
+async def test_the_corpus_detects_a_naive_guard(workspace: Workspace) -> None:
     """The escape detector itself works: a guard that only joins paths lets attacks through."""
     local = LocalTools(workspace.config())
-
-    def naive(path: Any, what: str, folders: list[str], verb: str) -> Path:
-        return Path(os.path.join(local.guard.root, path))
-
-    monkeypatch.setattr(local.guard, "_resolve", naive)
-    monkeypatch.setattr(local.guard, "_regular", lambda st, shown: None)
+    local.guard = NaiveGuard(  # type: ignore[assignment]
+        workspace.repo, ["invoice_app", "docs"], ["invoice_app"], check=False
+    )
     escaped = []
     for attack in corpus(workspace):
         if not isinstance(attack.path, str) or "\x00" in attack.path:

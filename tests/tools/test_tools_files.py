@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from pathlib import Path
@@ -54,11 +55,12 @@ def test_failed_write_leaves_old_content_and_no_temp(
     target = workspace.repo / "invoice_app" / "main.py"
     old = target.read_text()
 
-    def crash(src: str, dst: str) -> None:
-        raise OSError("simulated crash before the rename")
+    def crash(src: str, dst: str, **dir_fds: int) -> None:
+        raise OSError(errno.EIO, "simulated crash before the rename")
 
     monkeypatch.setattr(os, "replace", crash)
-    with pytest.raises(OSError, match="simulated"):
+    # an OS error is a clean refusal naming the path and what was wrong, not a raw OSError
+    with pytest.raises(PathRefusedError, match=r"cannot write 'invoice_app/main.py': .*\(EIO\)"):
         guard.write_text("invoice_app/main.py", "half" * 100)
     assert target.read_text() == old
     assert not [p for p in target.parent.iterdir() if p.name.endswith(".tmp")]

@@ -39,8 +39,16 @@ def test_reading_all_parts_gives_the_whole_file() -> None:
     assert "".join(parts) == TEXT
 
 
-def test_a_single_line_longer_than_the_cap_is_still_shown() -> None:
-    assert page_lines("y" * 5000 + "\nz\n", 1, None, 1000).startswith("y" * 5000)
+def test_a_line_longer_than_a_part_comes_in_pieces_with_a_note() -> None:
+    part = page_lines("y" * 5000 + "\nz\n", 1, None, 1000)
+    assert part == "y" * 1000 + "\n[line 1 of 2; line 1 continues: the next part starts at " + (
+        "start_line=1, start_column=1001]"
+    )
+    last = page_lines("y" * 5000 + "\nz\n", 1, None, 1000, start_column=4001)
+    # the rest of the line fits but for its line break: the line break comes along
+    assert last == "y" * 1000 + "\n[line 1 of 2 (line 1 from column 4001); the next part " + (
+        "starts at start_line=2]"
+    )
 
 
 @pytest.mark.parametrize(
