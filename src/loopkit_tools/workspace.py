@@ -49,6 +49,8 @@ __all__ = ["Listing", "PathRefusedError", "WorkspaceGuard"]
 _DRIVE = re.compile(r"^[A-Za-z]:")
 _PERCENT = re.compile(r"%[0-9A-Fa-f]{2}")
 _MAX_PATH_CHARS = 1024
+# A path of plain ASCII names that _syntax always accepts (.git names are excluded before).
+_PLAIN_PATH = re.compile(r"[A-Za-z0-9_.-]+(?:/[A-Za-z0-9_.-]+)*")
 # Characters a name the model creates may not contain: they make a name look like another one.
 _INVISIBLE = {
     **{c: "a bidirectional control" for c in "\u202a\u202b\u202c\u202d\u202e"},
@@ -416,10 +418,9 @@ class WorkspaceGuard:
 
     # ------------------------------------------------------------------ listing
 
-    def _excluded(self, name: str) -> bool:
-        return is_git_name(name) or any(fnmatch.fnmatch(name, pat) for pat in self.list_exclude)
-
     def _nameable(self, rel: str) -> bool:
+        if _PLAIN_PATH.fullmatch(rel):  # the common case, decided without the whole battery
+            return True
         try:
             self._syntax(rel, "path", self.read_folders)
         except PathRefusedError:
@@ -443,11 +444,12 @@ class WorkspaceGuard:
         characters, ...). Symlinks are listed when they lead to a readable file; symlinked folders
         are not walked.
         """
+        patterns = re.compile("|".join(fnmatch.translate(p) for p in self.list_exclude) or "(?!)")
         walk = TreeWalk(
             cap=self.max_list_entries,
             budget=self.max_list_scan,
             max_chars=_MAX_PATH_CHARS,
-            excluded=self._excluded,
+            excluded=lambda name: is_git_name(name) or patterns.match(name) is not None,
             nameable=self._nameable,
             link_is_file=self._link_is_file,
         )
