@@ -157,10 +157,11 @@ class DirChain:
         top = fds[0]
         assert top is not None, "the chain was closed"
         first_kept = max(1, len(fds) - self._keep)
+        self._low = first_kept
         fd = top
         for depth in range(1, len(fds)):
             parent = fd
-            temporary = parent is not top and depth - 1 < first_kept
+            temporary = 1 < depth <= first_kept  # an ancestor above the kept ones: not stored
             try:
                 fd = os.open(self.names[depth - 1], DIR_FLAGS, dir_fd=parent)
             finally:
@@ -170,7 +171,6 @@ class DirChain:
                 old, fds[depth] = fds[depth], fd
                 if old is not None:
                     os.close(old)
-        self._low = first_kept
         return fd
 
 

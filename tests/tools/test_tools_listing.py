@@ -19,6 +19,7 @@ import pytest
 from tools_helpers import Workspace, tool_by_name
 
 from loopkit_tools import LocalTools, PathRefusedError, ToolsConfig, WorkspaceGuard
+from loopkit_tools.fd_paths import DIR_FLAGS, DirChain
 
 
 class CountingScandir:
@@ -262,3 +263,63 @@ def test_list_files_of_the_guard_keeps_its_signature(tmp_path: Path) -> None:
     assert guard.list_files("src") == ["src/a.py"]
     with pytest.raises(PathRefusedError, match="folder 'nope' does not exist"):
         guard.list_files("nope")
+
+
+def fds_into(folder: Path) -> int:
+    """Descriptors of this process open on ``folder`` or below it."""
+    count = 0
+    for n in os.listdir("/proc/self/fd"):
+        try:
+            target = os.readlink(f"/proc/self/fd/{n}")
+        except OSError:
+            continue
+        count += target == str(folder) or target.startswith(f"{folder}/")
+    return count
+
+
+def test_a_dir_chain_keeps_a_window_and_reopens_by_name(tmp_path: Path) -> None:
+    (tmp_path / "a" / "b" / "c" / "d" / "e").mkdir(parents=True)
+    chain = DirChain(os.open(tmp_path, DIR_FLAGS), keep_open=2)
+    for name in "abcde":
+        chain.push(name, os.open(name, DIR_FLAGS, dir_fd=chain.fd()))
+    assert fds_into(tmp_path) == 3  # the top and the two deepest
+    for _ in range(3):
+        chain.pop()
+    assert chain.names == ["a", "b"]
+    assert os.path.samestat(os.fstat(chain.fd()), os.stat(tmp_path / "a" / "b"))
+    assert fds_into(tmp_path) == 3
+    # a folder swapped for a symlink is not followed when the chain reopens it
+    chain.pop()
+    chain.pop()
+    chain.push("a", os.open("a", DIR_FLAGS, dir_fd=chain.fd()))
+    chain.push("b", os.open("b", DIR_FLAGS, dir_fd=chain.fd()))
+    chain.push("c", os.open("c", DIR_FLAGS, dir_fd=chain.fd()))
+    chain.pop()  # at b, whose parent a is closed now
+    chain.pop()  # at a: closed, reopened from the top by name on the next fd()
+    os.rename(tmp_path / "a", tmp_path / "real_a")
+    os.symlink(tmp_path / "real_a", tmp_path / "a")
+    with pytest.raises(NotADirectoryError):
+        chain.fd()
+    chain.close()
+    assert fds_into(tmp_path) == 0
+
+
+def test_a_walk_comes_back_up_past_closed_folders(fast_tmp: Path) -> None:
+    """Branches below a chain deeper than the descriptor window are still walked, in order."""
+    app = fast_tmp / "app"
+    deep = app / "a" / Path(*["d"] * 50)
+    deep.mkdir(parents=True)
+    (deep / "deep.py").write_text("")
+    (app / "a" / "z").mkdir()  # a folder after the deep chain: its parent must be reopened
+    (app / "a" / "z" / "y.py").write_text("")
+    (app / "b").mkdir()
+    (app / "b" / "x.py").write_text("")
+    (app / "c.py").write_text("")
+    guard = WorkspaceGuard(fast_tmp, ["app"], [])
+    assert guard.list_files("app") == [
+        "app/a/" + "d/" * 50 + "deep.py",
+        "app/a/z/y.py",
+        "app/b/x.py",
+        "app/c.py",
+    ]
+    assert fds_into(fast_tmp) == 0
