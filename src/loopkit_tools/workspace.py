@@ -61,6 +61,17 @@ _INVISIBLE = {
 _LINE_SEPARATORS = "\u2028\u2029"
 
 
+def _unfit_for_a_new_name(char: str) -> str | None:
+    """What is wrong with ``char`` in a name the model creates, or None."""
+    if char in _INVISIBLE:
+        return f"{_INVISIBLE[char]} (U+{ord(char):04X})"
+    if "\ud800" <= char <= "\udfff":
+        return f"a byte that is not UTF-8 (U+{ord(char):04X}, a lone surrogate)"
+    if unicodedata.category(char) == "Cc" or char in _LINE_SEPARATORS:
+        return f"a control character or line break (U+{ord(char):04X})"
+    return None
+
+
 def _is_case_insensitive(folder: Path) -> bool:
     """Probe the file system: does ``folder`` with its name's case swapped name the same folder?"""
     name = folder.name
@@ -126,6 +137,8 @@ class WorkspaceGuard:
             raise ValueError(
                 f"configured folder {folder!r} resolves outside the root {self.root}: {e}"
             ) from None
+        except OSError as e:
+            raise ValueError(f"configured folder {folder!r} cannot be resolved: {e}") from None
         finally:
             chain.close()
         self._folder_parts[rel] = parts
@@ -242,6 +255,8 @@ class WorkspaceGuard:
                 if e.outside_root or not self._related(e.parts, folders):
                     raise self._outside(shown, what, folders, verb, e.via_link) from None
                 raise
+            except OSError as e:  # reopening a folder of a deep path found it changed
+                raise os_refusal(e, shown, "resolve") from None
             if not self._within(resolved.parts, folders):
                 raise self._outside(shown, what, folders, verb, resolved.via_link)
             yield shown, resolved
@@ -303,11 +318,12 @@ class WorkspaceGuard:
             # .gitattributes / .gitmodules / .gitignore change what git does and commits.
             raise PathRefusedError(f"path {shown}: git control files (.git*) cannot be written")
         for new in [*resolved.missing, *([name] if resolved.stat is None else [])]:
-            bad = next((c for c in new if c in _INVISIBLE), None)
-            if bad is not None:
+            # The path passed _syntax, but a symlink's target may name the new file or folder.
+            problem = next(filter(None, map(_unfit_for_a_new_name, new)), None)
+            if problem is not None:
                 raise PathRefusedError(
-                    f"path {shown}: the new name {new!a} contains {_INVISIBLE[bad]} "
-                    f"(U+{ord(bad):04X}); names you create must be visible text"
+                    f"path {shown}: the new name {new!a} contains {problem}; names you create "
+                    "must be visible text"
                 )
 
     # ------------------------------------------------------------------ operations

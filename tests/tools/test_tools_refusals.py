@@ -285,3 +285,23 @@ def test_oversized_content_is_refused_before_it_is_encoded(workspace: Workspace)
         guard.write_text("invoice_app/big.py", Spy("é" * 750))
     assert encoded == [750]
     assert not (workspace.repo / "invoice_app" / "big.py").exists()
+
+
+@pytest.mark.parametrize(
+    ("target", "problem"),
+    [
+        (b"bad\xe2\x80\xaename.py", "a bidirectional control (U+202E)"),
+        (b"caf\xe9.py", "a byte that is not UTF-8 (U+DCE9, a lone surrogate)"),
+        (b"tab\there.py", "a control character or line break (U+0009)"),
+    ],
+)
+async def test_a_new_name_that_comes_from_a_symlink_target_is_checked_too(
+    tools: LocalTools, workspace: Workspace, target: bytes, problem: str
+) -> None:
+    """write_file through a dangling symlink creates its target: that name is checked as well."""
+    app = os.fsencode(workspace.repo / "invoice_app")
+    os.symlink(target, app + b"/dangling.py")
+    before = tree(workspace.repo)
+    message = await refusal(tools, "write_file", path="invoice_app/dangling.py", content="X")
+    assert problem in message and "names you create must be visible text" in message, message
+    assert tree(workspace.repo) == before
