@@ -495,13 +495,15 @@ class WorkspaceGuard:
 
     def _list_tops(self) -> list[str]:
         """The readable folders, without those inside another one, in sorted order."""
-        parts = {f: self._folder_parts[f] for f in self.read_folders}
+        parts: dict[tuple[str, ...], str] = {}  # one configured name per resolved folder
+        for f in self.read_folders:
+            parts.setdefault(self._folder_parts[f], f)
         tops = [
-            f
-            for f in self.read_folders
-            if not any(g != f and self._inside(parts[f], parts[g]) for g in self.read_folders)
+            (p, f)
+            for p, f in parts.items()
+            if not any(len(q) < len(p) and self._inside(p, q) for q in parts)
         ]
-        return sorted(tops, key=lambda f: "/".join(parts[f]) + "/")
+        return [f for p, f in sorted(tops, key=lambda pf: "/".join(pf[0]) + "/")]
 
     def list_files(self, folder: str = "") -> list[str]:
         """Workspace-relative paths of the readable files under ``folder`` (all readable if "").

@@ -323,3 +323,15 @@ def test_a_walk_comes_back_up_past_closed_folders(fast_tmp: Path) -> None:
         "app/c.py",
     ]
     assert fds_into(fast_tmp) == 0
+
+
+def test_readable_folders_that_overlap_are_listed_once(tmp_path: Path) -> None:
+    """A folder configured twice (once through a symlink) or inside another is walked once."""
+    (tmp_path / "app" / "sub").mkdir(parents=True)
+    (tmp_path / "app" / "sub" / "a.py").write_text("")
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "d.md").write_text("")
+    os.symlink("docs", tmp_path / "docs_link")
+    guard = WorkspaceGuard(tmp_path, ["docs_link", "docs", "app/sub"], ["app"])
+    assert guard.list_files() == ["app/sub/a.py", "docs/d.md"]
+    assert guard.check_read("docs_link/d.md") == tmp_path / "docs" / "d.md"
