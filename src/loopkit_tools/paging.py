@@ -35,10 +35,12 @@ def page_lines(
 
     Whole lines only, unless one line is longer than ``max_chars``: then it comes in pieces of
     ``max_chars`` characters, the note saying ``line N continues: the next part starts at
-    start_line=N, start_column=C``. A note is always on its own last line; the body before it ends
-    with the file's own line break, or with one added for the note when the part ends inside a line
-    (the note then says "continues") or at the end of a file without a final line break (the note
-    then says so).
+    start_line=N, start_column=C`` (a rest that is only the line break comes along, one or two
+    characters over the cap, rather than make a part of its own).
+
+    A note is always on its own last line; the body before it ends with the file's own line
+    break, or with one added for the note when the part ends inside a line (the note then says
+    "continues") or at the end of a file without a final line break (the note then says so).
     """
     if start_line < 1:
         raise ToolError(f"start_line must be 1 or more, got {start_line}")
