@@ -94,14 +94,11 @@ class LocalTools:
         self,
         folder: Annotated[str, "a folder relative to the workspace; empty for all readable"] = "",
     ) -> str:
-        files = self.guard.list_files(folder)
-        if not files:
+        listing = self.guard.listing(folder)
+        notes = listing.notes()
+        if not listing.files and not notes:
             return f"(no files under {folder or 'the readable folders'})"
-        cap = self.config.max_output_lines
-        text = "\n".join(files[:cap])
-        if len(files) > cap:
-            text += f"\n[... {len(files) - cap} more files not shown; list a subfolder]"
-        return text
+        return "\n".join([*listing.files, *notes])
 
     def read_file(
         self,
@@ -110,9 +107,14 @@ class LocalTools:
         max_lines: Annotated[
             int | None, "at most this many lines (default: as many as fit)"
         ] = None,
+        start_column: Annotated[
+            int, "where in start_line to begin (from 1), for the rest of a very long line"
+        ] = 1,
     ) -> str:
         text = self.guard.read_text(path)
-        return page_lines(text, start_line, max_lines, self.config.max_read_chars)
+        return page_lines(
+            text, start_line, max_lines, self.config.max_read_chars, start_column=start_column
+        )
 
     def write_file(
         self,
@@ -292,20 +294,24 @@ class LocalTools:
         )
         descriptions = {
             "list_files": (
-                "Lists the files under a folder of the repository, one relative path a line. "
-                f"Readable folders: {readable}. Call it first to see what exists; pass a subfolder "
-                "to see less."
+                "Lists the files under a folder of the repository, one relative path a line, "
+                f"sorted. Readable folders: {readable}. Call it first to see what exists; pass a "
+                "subfolder to see less. Notes at the end say what was left out (more files than "
+                "shown, paths too long or names that cannot be read)."
             ),
             "read_file": (
                 f"Reads one text file under {readable} (path relative to the repository, as "
                 "list_files shows it). Read a file before you change it. A long file comes in "
                 "parts of whole lines: the note at the end says which lines were shown and the "
-                "start_line for the next part."
+                "start_line for the next part. A line longer than a whole part comes in pieces: "
+                "the note then says 'line N continues' with the start_line and start_column of "
+                "the rest."
             ),
             "write_file": (
                 f"Writes one file under {writable} with its COMPLETE new content (not a diff, not "
                 "an excerpt): read_file it first and send back the whole file with your change. "
-                "Creates the file if it does not exist."
+                "Creates the file, and its folders, if they do not exist; new names must be "
+                "visible text (no control, bidirectional or zero-width characters)."
             ),
             "build_app": (
                 f"Builds the app ({build}). Call stop_app first if the app is running; the "

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tools_helpers import MAX_FILE_BYTES, Workspace, tool_by_name
+from tools_helpers import MAX_FILE_BYTES, NaiveGuard, Workspace, tool_by_name
 
 from loopkit.abstractions import ToolError
 from loopkit_tools import LocalTools
@@ -118,6 +118,41 @@ def corpus(ws: Workspace) -> list[Attack]:
         Attack("empty", "", "rw"),
         Attack("whitespace padding", " ../secret.txt"),
         Attack("very long path", "invoice_app/" + "a/" * 600 + "x.py"),
+        # folder containment is by path component: invoice_app_private/ is not in invoice_app/
+        Attack("prefix sibling folder file", "invoice_app_private/secret.txt"),
+        Attack("prefix sibling folder", "invoice_app_private", "l"),
+        Attack("prefix sibling new file", "invoice_app_private/new.py", "w"),
+        Attack("prefix sibling via dotdot", "invoice_app/../invoice_app_private/secret.txt"),
+        Attack("prefix sibling file at the root", "invoice_app.py"),
+        Attack("symlink to the prefix sibling", "invoice_app/link_private"),
+        # symlinks resolved in user space: absolute targets, chains, dangling, dotdot inside
+        Attack("absolute symlink to a root file", "invoice_app/link_abs_root_secret"),
+        Attack("absolute symlink up and out", "invoice_app/link_abs_up"),
+        Attack("absolute symlink into .git", "invoice_app/link_abs_git"),
+        Attack("symlink chain to outside", "invoice_app/link_chain_a/secret.txt"),
+        Attack("dangling symlink to outside", "invoice_app/dangling_out"),
+        Attack("symlink with dotdot in its target", "invoice_app/link_dotdot_deep"),
+        Attack("readable symlink to a private folder", "docs/link_private_dir/key.txt"),
+        Attack("readable symlinked private folder", "docs/link_private_dir", "l"),
+        Attack("symlink loop pair", "invoice_app/ping"),
+        # text that is not valid Unicode (a lone surrogate would otherwise name raw bytes)
+        Attack("lone low surrogate", "invoice_app/a\udc80.py"),
+        Attack("lone high surrogate folder", "invoice_app/\ud800/x.py"),
+        Attack("surrogate-escaped dotdot", "invoice_app/\udc2e\udc2e/secret.txt"),
+        Attack("line separator", "invoice_app/x\u2028.py"),
+        Attack("paragraph separator then dotdot", "invoice_app/\u2029/../../secret.txt"),
+        # names the model creates must be visible text
+        Attack("right-to-left override name", "invoice_app/\u202egnp.py", "w"),
+        Attack("right-to-left isolate name", "invoice_app/\u2067x.py", "w"),
+        Attack("left-to-right mark in a new folder", "invoice_app/\u200enew/x.py", "w"),
+        Attack("arabic letter mark name", "invoice_app/\u061cx.py", "w"),
+        Attack("zero-width space name", "invoice_app/main\u200b.py", "w"),
+        Attack("zero-width joiner folder", "invoice_app/\u200dsub/x.py", "w"),
+        Attack("word joiner name", "invoice_app/x\u2060.py", "w"),
+        Attack("byte order mark name", "invoice_app/\ufeffx.py", "w"),
+        # errors of the system
+        Attack("name too long for the file system", "invoice_app/" + "n" * 300),
+        Attack("file as a parent folder", "invoice_app/main.py/new.py", "w"),
     ]
     if os.geteuid() == 0:
         attacks.append(Attack("character device", "invoice_app/chardev"))
@@ -166,7 +201,27 @@ async def try_attack(local: LocalTools, ws: Workspace, attack: Attack, letter: s
     return f"was not refused; result: {str(result)[:200]!r}"
 
 
+def add_attack_material(ws: Workspace) -> None:
+    """More escape routes around the shared workspace (see tools_helpers.workspace)."""
+    repo, app, outside = ws.repo, ws.repo / "invoice_app", ws.outside
+    (repo / "invoice_app_private").mkdir()
+    (repo / "invoice_app_private" / "secret.txt").write_text(ws.marker + " next door\n")
+    (repo / "invoice_app.py").write_text(ws.marker + " a file named like the folder\n")
+    os.symlink("../invoice_app_private/secret.txt", app / "link_private")
+    os.symlink(repo / "secret.txt", app / "link_abs_root_secret")
+    os.symlink(f"{repo}/../outside/secret.txt", app / "link_abs_up")
+    os.symlink(repo / ".git" / "description", app / "link_abs_git")
+    os.symlink("link_chain_b", app / "link_chain_a")
+    os.symlink(outside, app / "link_chain_b")
+    os.symlink(outside / "created.txt", app / "dangling_out")
+    os.symlink("sub/../../secret.txt", app / "link_dotdot_deep")
+    os.symlink("../private", repo / "docs" / "link_private_dir")
+    os.symlink("pong", app / "ping")
+    os.symlink("ping", app / "pong")
+
+
 async def test_attack_corpus_nothing_escapes(workspace: Workspace) -> None:
+    add_attack_material(workspace)
     local = LocalTools(workspace.config())
     attacks = corpus(workspace)
     assert len({a.name for a in attacks}) == len(attacks) >= 40
@@ -181,7 +236,7 @@ async def test_attack_corpus_nothing_escapes(workspace: Workspace) -> None:
     summary = f"attacks tried: {tried}, escaped: {len(escaped)}"
     print(f"\n{summary}")
     assert not escaped, summary + "\n" + "\n".join(escaped)
-    assert tried >= 120, summary  # every path-taking tool saw the corpus
+    assert tried >= 275, summary  # every path-taking tool saw the corpus
 
 
 async def test_huge_file_read_is_cut_and_huge_write_refused(workspace: Workspace) -> None:
@@ -219,6 +274,8 @@ async def test_refusals_name_the_allowed_folders(workspace: Workspace) -> None:
         await tool_by_name(local, "read_file").invoke({"path": "../outside/secret.txt"})
     except ToolError as e:
         assert "invoice_app/, docs/" in str(e)
+    else:
+        raise AssertionError("'../outside/secret.txt' was not refused")
 
 
 async def test_listing_shows_no_escape_routes(workspace: Workspace) -> None:
@@ -245,15 +302,13 @@ async def test_listing_shows_no_escape_routes(workspace: Workspace) -> None:
     assert lines == sorted(lines)
 
 
-async def test_the_corpus_detects_a_naive_guard(workspace: Workspace, monkeypatch: Any) -> None:
+async def test_the_corpus_detects_a_naive_guard(workspace: Workspace) -> None:
     """The escape detector itself works: a guard that only joins paths lets attacks through."""
+    add_attack_material(workspace)
     local = LocalTools(workspace.config())
-
-    def naive(path: Any, what: str, folders: list[str], verb: str) -> Path:
-        return Path(os.path.join(local.guard.root, path))
-
-    monkeypatch.setattr(local.guard, "_resolve", naive)
-    monkeypatch.setattr(local.guard, "_regular", lambda st, shown: None)
+    local.guard = NaiveGuard(  # type: ignore[assignment]
+        workspace.repo, ["invoice_app", "docs"], ["invoice_app"], check=False
+    )
     escaped = []
     for attack in corpus(workspace):
         if not isinstance(attack.path, str) or "\x00" in attack.path:
@@ -264,5 +319,5 @@ async def test_the_corpus_detects_a_naive_guard(workspace: Workspace, monkeypatc
             if await try_attack(local, workspace, attack, letter) is not None:
                 escaped.append(attack.name)
     assert "root file" in escaped and "symlinked folder to outside" in escaped, str(escaped)
-    assert "dotdot to outside" in escaped
-    assert len(escaped) >= 20
+    assert "dotdot to outside" in escaped and "prefix sibling folder file" in escaped
+    assert len(escaped) >= 30

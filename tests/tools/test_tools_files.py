@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from pathlib import Path
@@ -54,11 +55,12 @@ def test_failed_write_leaves_old_content_and_no_temp(
     target = workspace.repo / "invoice_app" / "main.py"
     old = target.read_text()
 
-    def crash(src: str, dst: str) -> None:
-        raise OSError("simulated crash before the rename")
+    def crash(src: str, dst: str, **dir_fds: int) -> None:
+        raise OSError(errno.EIO, "simulated crash before the rename")
 
     monkeypatch.setattr(os, "replace", crash)
-    with pytest.raises(OSError, match="simulated"):
+    # an OS error is a clean refusal naming the path and what was wrong, not a raw OSError
+    with pytest.raises(PathRefusedError, match=r"cannot write 'invoice_app/main.py': .*\(EIO\)"):
         guard.write_text("invoice_app/main.py", "half" * 100)
     assert target.read_text() == old
     assert not [p for p in target.parent.iterdir() if p.name.endswith(".tmp")]
@@ -110,3 +112,58 @@ async def test_missing_file_is_a_clear_tool_error(tools: LocalTools) -> None:
         await tool_by_name(tools, "read_file").invoke({"path": "invoice_app/nope.py"})
     with pytest.raises(ToolError, match="does not exist"):
         await tool_by_name(tools, "list_files").invoke({"folder": "invoice_app/nope"})
+
+
+def test_containment_is_by_path_component(workspace: Workspace) -> None:
+    """``invoice_app_private/`` and ``invoice_app.py`` share a prefix, not a folder, with
+    ``invoice_app/``: a check that compares strings instead of path components lets them in."""
+    repo = workspace.repo
+    (repo / "invoice_app_private").mkdir()
+    (repo / "invoice_app_private" / "key.py").write_text("KEY = 1\n")
+    (repo / "invoice_app.py").write_text("X = 1\n")
+    guard = WorkspaceGuard(repo, ["docs"], ["invoice_app"])
+    for check in (guard.check_read, guard.check_write):
+        for path in ("invoice_app_private/key.py", "invoice_app.py", "invoice_app_private/new.py"):
+            with pytest.raises(PathRefusedError, match="outside the folders you may"):
+                check(path)
+    with pytest.raises(PathRefusedError, match="outside the folders you may list"):
+        guard.check_folder("invoice_app_private")
+    assert guard.check_read("invoice_app/main.py") == repo / "invoice_app" / "main.py"
+    assert guard.list_files("") == sorted(guard.list_files(""))
+    assert not any(p.startswith("invoice_app_private") for p in guard.list_files(""))
+
+
+def test_case_insensitive_containment_still_compares_components(workspace: Workspace) -> None:
+    """On a case-insensitive file system (probed at start; not this one) names compare folded."""
+    guard = WorkspaceGuard(workspace.repo, [], ["invoice_app"])
+    guard.case_insensitive = True  # what the probe says on such a file system
+    assert guard._inside(["INVOICE_APP", "main.py"], ["invoice_app"])
+    assert not guard._inside(["INVOICE_APP_private", "main.py"], ["invoice_app"])
+    assert not guard._inside(["invoice"], ["invoice_app"])
+    guard.case_insensitive = False
+    assert not guard._inside(["INVOICE_APP", "main.py"], ["invoice_app"])
+
+
+async def test_absolute_symlinks_that_stay_inside_keep_working(workspace: Workspace) -> None:
+    """Symlinks are followed in user space; those that stay in the allowed folders still work,
+    relative or absolute (naming the root by its real path), with ``..`` inside their target."""
+    app = workspace.repo / "invoice_app"
+    os.symlink(app / "main.py", app / "abs_alias.py")
+    os.symlink("sub/../main.py", app / "rel_alias.py")
+    os.symlink(workspace.repo / "docs", app / "docs_link")
+    local = LocalTools(workspace.config())
+    read = tool_by_name(local, "read_file")
+    main = (app / "main.py").read_text()
+    assert await read.invoke({"path": "invoice_app/abs_alias.py"}) == main
+    assert await read.invoke({"path": "invoice_app/rel_alias.py"}) == main
+    assert await read.invoke({"path": "invoice_app/docs_link/guide.md"}) == (
+        "# Guide\nUse two decimals.\n"
+    )
+    # a write through the readable-only docs/ via a symlink in the writable folder is refused
+    with pytest.raises(ToolError, match="outside the folders you may write"):
+        await tool_by_name(local, "write_file").invoke(
+            {"path": "invoice_app/docs_link/guide.md", "content": "x"}
+        )
+    assert local.guard.check_read("invoice_app/docs_link/guide.md") == (
+        workspace.repo / "docs" / "guide.md"
+    )

@@ -7,13 +7,16 @@ import socket
 import stat
 import subprocess
 import sys
+import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from loopkit.abstractions import ToolError
 from loopkit_tools import LocalTools, ToolsConfig
 
 MAX_FILE_BYTES = 1000
@@ -102,3 +105,65 @@ def tool_by_name(local: LocalTools, name: str):  # type: ignore[no-untyped-def]
 
 
 PY = sys.executable
+
+
+class NaiveGuard:
+    """A guard as it must NOT be written, to prove the escape detectors detect something.
+
+    With ``check=False`` it only joins the path to the root. With ``check=True`` it checks the
+    path with ``realpath`` against the allowed folders, waits ``window_s`` (widening the window a
+    racer needs), and then opens the path by name: the check-then-open race the real guard avoids
+    by resolving and opening through folder file descriptors.
+    """
+
+    def __init__(
+        self,
+        root: Path,
+        read_folders: list[str],
+        write_folders: list[str],
+        *,
+        check: bool = True,
+        window_s: float = 0.0,
+        max_bytes: int = MAX_FILE_BYTES,
+    ) -> None:
+        self.root = Path(os.path.realpath(root))
+        self.read_folders = read_folders
+        self.write_folders = write_folders
+        self.check = check
+        self.window_s = window_s
+        self.max_bytes = max_bytes
+
+    def _path(self, path: object, folders: list[str]) -> str:
+        if not isinstance(path, str):
+            raise ToolError("not a string")
+        full = os.path.join(self.root, path)
+        if self.check:
+            real = os.path.realpath(full)
+            tops = [str(self.root / f) for f in folders]
+            if not any(real == t or real.startswith(t + os.sep) for t in tops):
+                raise ToolError(f"{path!r} is outside the allowed folders")
+            time.sleep(self.window_s)
+        return full
+
+    def read_text(self, path: str) -> str:
+        fd = os.open(self._path(path, self.read_folders), os.O_RDONLY | os.O_NONBLOCK)
+        with os.fdopen(fd, "rb") as f:
+            return f.read(self.max_bytes).decode("utf-8", errors="replace")
+
+    def write_text(self, path: str, content: str) -> int:
+        full = self._path(path, self.write_folders)
+        os.makedirs(os.path.dirname(full), exist_ok=True)
+        with open(full, "w", encoding="utf-8") as f:
+            return f.write(content)
+
+    def list_files(self, folder: str = "") -> list[str]:
+        full = self._path(folder, self.read_folders)
+        found = []
+        for dirpath, _dirs, files in os.walk(full):
+            found += [os.path.relpath(os.path.join(dirpath, n), self.root) for n in files]
+        return sorted(found)
+
+    def listing(self, folder: str = "") -> Any:
+        from loopkit_tools.fd_walk import Listing
+
+        return Listing(files=self.list_files(folder))
