@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -177,20 +178,25 @@ def read_in_parts(path: str, marker: str) -> list[dict[str, Any]]:
     """read_file calls for every part of a file, as the tool pages it (parts of whole lines)."""
     text = (ROOT / "examples" / path).read_text(encoding="utf-8")
     limit = ToolsConfig().max_read_chars
-    calls, start = [], 1
+    calls, start, column = [], 1, 1
     while True:
-        part = page_lines(text, start, None, limit)
+        part = page_lines(text, start, None, limit, start_column=column)
         note = part.rsplit("\n", 1)[-1]
         fragments = [marker] if marker in part else []
-        arguments = {"path": path} if start == 1 else {"path": path, "start_line": start}
+        arguments: dict[str, Any] = {"path": path}
+        if start != 1:
+            arguments["start_line"] = start
+        if column != 1:
+            arguments["start_column"] = column
         calls.append(
             call(
                 "read_file", ok(*fragments, *([note] if note.startswith("[") else [])), **arguments
             )
         )
-        if "start_line=" not in note:
+        where = re.search(r"start_line=(\d+)(?:, start_column=(\d+))?", note)
+        if where is None:
             return calls
-        start = int(note.rsplit("=", 1)[1].rstrip("]"))
+        start, column = int(where.group(1)), int(where.group(2) or 1)
 
 
 def common_start(file: str, marker: str) -> list[dict[str, Any]]:
