@@ -164,7 +164,9 @@ def test_redaction_cost_per_line(monkeypatch: pytest.MonkeyPatch) -> None:
         rows.append((name, size, base, old, new))
 
     print()
-    print("Run-log line: json.dumps alone, old redact(), new Redactor.to_json (us a line, fastest of 9)")
+    print(
+        "Run-log line: json.dumps alone, old redact(), new Redactor.to_json (us a line, fastest of 9)"
+    )
     print(f"{'line':26s} {'chars':>6s} {'json':>8s} {'old':>8s} {'new':>8s} {'new/old':>8s}")
     for name, size, base, old, new in rows:
         print(f"{name:26s} {size:6d} {base:8.1f} {old:8.1f} {new:8.1f} {new / old:8.2f}")

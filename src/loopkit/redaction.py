@@ -400,18 +400,21 @@ class Redactor:
         if depth <= 0:
             return "<nested too deeply>"
         if isinstance(value, dict):
-            return {
-                self._walk(k if isinstance(k, str) else _safe_str(k), 1, forms): self._walk(
-                    v, depth - 1, forms
-                )
-                for k, v in value.items()
-            }
+            return {self._key(k, forms): self._walk(v, depth - 1, forms) for k, v in value.items()}
         if isinstance(value, list | tuple | set | frozenset):
             return [self._walk(v, depth - 1, forms) for v in value]
         if isinstance(value, bytes | bytearray | memoryview):
-            text = bytes(value).decode("utf-8", errors="backslashreplace")
-            return self._redact(text, forms)
+            return self._redact(_bytes_text(value), forms)
         return self._redact(_valid_text(_safe_str(value)), forms)
+
+    def _key(self, key: Any, forms: tuple[str, ...]) -> str:
+        if isinstance(key, str):
+            text = key
+        elif isinstance(key, bytes):
+            text = _bytes_text(key)
+        else:
+            text = _safe_str(key)
+        return self._redact(_valid_text(text), forms)
 
 
 def _replace_forms(text: str, forms: tuple[str, ...]) -> str:
@@ -424,6 +427,10 @@ def _replace_forms(text: str, forms: tuple[str, ...]) -> str:
 def _text(value: Any) -> str:
     """An entry of ``os.environ._data`` as text (bytes on POSIX, str on Windows)."""
     return os.fsdecode(value) if isinstance(value, bytes) else str(value)
+
+
+def _bytes_text(value: bytes | bytearray | memoryview) -> str:
+    return bytes(value).decode("utf-8", errors="backslashreplace")
 
 
 def _safe_str(value: Any) -> str:
