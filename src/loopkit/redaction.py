@@ -243,10 +243,7 @@ def might_hold_a_shape(text: str) -> bool:
             if anchor in text:
                 return True
         lower = text.lower()
-        for anchor in _ANCHORS_ANY_CASE:
-            if anchor in lower:
-                return True
-        return False
+        return any(anchor in lower for anchor in _ANCHORS_ANY_CASE)
     for prefilter in _PREFILTERS:
         if prefilter.search(text):
             return True

@@ -176,7 +176,7 @@ async def test_odd_text_never_stops_the_log(tmp_path: Path) -> None:
     )
     log.write("tool", name="x", arguments={"n": float("nan"), "inf": float("inf")}, result=None)
     log.write("round", round=1, text="emoji 😀 and \udcff", calls=[object()])
-    client = ChatClientBuilder(_Failing()).use_run_log(log).build()
+    client = ChatClientBuilder(_failing()).use_run_log(log).build()
     with pytest.raises(_UnprintableError):
         await client.get_response(user(), opts())
     log.result("failed", "reason with \udc80 byte")
@@ -206,7 +206,7 @@ def test_a_stream_that_takes_only_ascii_gets_escaped_lines() -> None:
     assert json.loads(line)["data"]["text"] == "naïve café 😀"
 
 
-def _Failing() -> FunctionChatClient:  # noqa: N802 (reads as a class at the call site)
+def _failing() -> FunctionChatClient:
     def fail(*_: object) -> ChatResponse:
         raise _UnprintableError()
 
