@@ -7,9 +7,9 @@ A build, the app, tests, git and MCP servers get :func:`child_environment`, not 
 - the basics: ``PATH``, ``HOME``, ``USER``, ``LOGNAME``, ``SHELL``, ``TERM``, ``TZ``, the temp
   folder (``TMPDIR``, ``TEMP``, ``TMP``);
 - the locale: ``LANG``, ``LANGUAGE``, ``LC_*``;
-- the desktop: ``DISPLAY``, ``XAUTHORITY``, ``WAYLAND_DISPLAY``, ``XDG_*``, the D-Bus addresses
-  (``DBUS_SESSION_BUS_ADDRESS``, ``DBUS_SYSTEM_BUS_ADDRESS``), accessibility (``AT_SPI_BUS_ADDRESS``,
-  ``NO_AT_BRIDGE``, ``GTK_A11Y``) and Qt (``QT_*``);
+- the desktop: ``DISPLAY``, ``XAUTHORITY``, ``WAYLAND_DISPLAY``, ``XDG_*``, the D-Bus
+  addresses (``DBUS_SESSION_BUS_ADDRESS``, ``DBUS_SYSTEM_BUS_ADDRESS``), accessibility
+  (``AT_SPI_BUS_ADDRESS``, ``NO_AT_BRIDGE``, ``GTK_A11Y``) and Qt (``QT_*``);
 - Python: ``PYTHONPATH``, ``PYTHONHOME``, ``PYTHONUTF8``, ``PYTHONIOENCODING``,
   ``PYTHONDONTWRITEBYTECODE``, ``PYTHONUNBUFFERED``, ``PYTHONNOUSERSITE``, ``VIRTUAL_ENV``;
 - Windows: ``SYSTEMROOT``, ``SYSTEMDRIVE``, ``WINDIR``, ``COMSPEC``, ``PATHEXT``, ``USERPROFILE``,
@@ -33,7 +33,7 @@ from collections.abc import Iterable, Mapping
 
 from loopkit.redaction import is_secret_name
 
-__all__ = ["BASE_NAMES", "BASE_PREFIXES", "child_environment", "check_passthrough"]
+__all__ = ["BASE_NAMES", "BASE_PREFIXES", "check_passthrough", "child_environment"]
 
 BASE_NAMES = frozenset(
     {

@@ -9,13 +9,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from tests.secret_corpus import ENVIRONMENT, leaks
 from tools_helpers import git
 
 from loopkit.child_env import child_environment
 from loopkit_tools import LocalTools, ToolsConfig
 from loopkit_tools.config import ReadyCheck
 from loopkit_tools.processes import run_command
-from tests.secret_corpus import ENVIRONMENT, leaks
 
 pytestmark = pytest.mark.integration
 
