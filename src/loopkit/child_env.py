@@ -87,12 +87,14 @@ def child_environment(
     *,
     extra: Mapping[str, str] | None = None,
     environ: Mapping[str, str] | None = None,
+    allowlist: bool = True,
 ) -> dict[str, str]:
     """The environment for a child process, built from ``environ`` (default ``os.environ``).
 
-    Keeps the allowlist (:data:`BASE_NAMES`, :data:`BASE_PREFIXES`) and the variables matching
-    ``passthrough`` (names or ``fnmatch`` patterns), never a secret-looking name unless
-    ``passthrough`` names it exactly; then sets ``extra`` as given.
+    Keeps the allowlist (:data:`BASE_NAMES`, :data:`BASE_PREFIXES`; left out with
+    ``allowlist=False``) and the variables matching ``passthrough`` (names or ``fnmatch``
+    patterns), never a secret-looking name unless ``passthrough`` names it exactly; then sets
+    ``extra`` as given.
     """
     env = os.environ if environ is None else environ
     entries = check_passthrough(passthrough)
@@ -105,10 +107,8 @@ def child_environment(
             child[name] = value
         elif is_secret_name(name):
             continue
-        elif (
-            key in BASE_NAMES
-            or key.startswith(BASE_PREFIXES)
-            or any(fnmatch.fnmatchcase(key, g) for g in globs)
+        elif (allowlist and (key in BASE_NAMES or key.startswith(BASE_PREFIXES))) or any(
+            fnmatch.fnmatchcase(key, g) for g in globs
         ):
             child[name] = value
     if extra:
