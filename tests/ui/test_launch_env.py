@@ -30,7 +30,9 @@ def _environ(pid: int) -> dict[str, str]:
     return {os.fsdecode(k): os.fsdecode(v) for k, v in pairs}
 
 
-def test_launched_application_gets_no_key(headless_desktop: HeadlessDesktop, tmp_path: Path) -> None:
+def test_launched_application_gets_no_key(
+    headless_desktop: HeadlessDesktop, tmp_path: Path
+) -> None:
     marker = tmp_path.name
     # the examples for the app, and whatever src/ the tests run from for the server
     python_path = os.pathsep.join(filter(None, [str(EXAMPLES_DIR), os.environ.get("PYTHONPATH")]))
