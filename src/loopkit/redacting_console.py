@@ -34,7 +34,7 @@ class RedactingConsole(Console):
         self._wrapped: tuple[IO[str], RedactingStream] | None = None
         super().__init__(*args, **kwargs)
 
-    @property  # type: ignore[override]
+    @property
     def file(self) -> IO[str]:
         """The output stream (stdout unless given), wrapped so that it redacts what it gets."""
         inner = Console.file.fget(self)  # type: ignore[attr-defined]
