@@ -21,7 +21,9 @@ Run: ``.venv/bin/python -m pytest bench/test_redaction.py -s -q`` (or ``.venv/bi
 
 from __future__ import annotations
 
+import io
 import json
+import os
 import re
 import time
 from collections.abc import Callable, Sequence
@@ -30,6 +32,7 @@ from typing import Any
 
 import pytest
 
+from loopkit.middleware.run_log import RunLog
 from loopkit.redaction import Redactor
 
 REPEATS = 9
@@ -134,10 +137,8 @@ def per_line_us(fns: Sequence[Callable[[], object]], lines: int) -> list[float]:
 def test_redaction_cost_per_line(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-api03-" + "k9" * 45)
     monkeypatch.setenv("GITHUB_PAT", "github_pat_" + "Zz09" * 20)
-    import os
-
     redactor = Redactor()
-    secrets = old_secret_values(dict(os.environ))
+    secrets = old_secret_values(dict(os.environ))  # once, as the old run log did
 
     # correctness first: a clean line is unchanged, and every planted secret goes
     for ev in LINES.values():
@@ -170,4 +171,9 @@ def test_redaction_cost_per_line(monkeypatch: pytest.MonkeyPatch) -> None:
     print(f"{'line':26s} {'chars':>6s} {'json':>8s} {'old':>8s} {'new':>8s} {'new/old':>8s}")
     for name, size, base, old, new in rows:
         print(f"{name:26s} {size:6d} {base:8.1f} {old:8.1f} {new:8.1f} {new / old:8.2f}")
+    # the whole write of one small line by the run log (structlog, time stamp, redaction, write)
+    log = RunLog(io.StringIO())
+    small = LINES["small tool line"]["data"]
+    (whole,) = per_line_us([lambda: log.write("tool", **small)], 2000)
+    print(f"RunLog.write of the small tool line, whole: {whole:.1f} us")
     print(f"planted secrets: {len(PLANTED) + 1}, leaked: {len(leaked)}")

@@ -233,7 +233,7 @@ _PREFILTERS_ANY_CASE = _prefilters(a for shape in _SHAPES for a in shape.anchors
 
 _ANCHORS = tuple(dict.fromkeys(a for shape in _SHAPES for a in shape.anchors))
 _ANCHORS_ANY_CASE = tuple(dict.fromkeys(a for shape in _SHAPES for a in shape.anchors_any_case))
-_SHORT = 600  # below this many characters, substring searches beat regex calls
+_SHORT = 128  # below this many characters, substring searches beat regex calls
 
 
 def might_hold_a_shape(text: str) -> bool:
