@@ -65,6 +65,12 @@ _EXPORTS: dict[str, str] = {
     "CardState": "loopkit.cards",
     "RunResult": "loopkit.result",
     "parse_result": "loopkit.result",
+    # secrets
+    "Redactor": "loopkit.redaction",
+    "RedactingStream": "loopkit.redaction",
+    "is_secret_name": "loopkit.redaction",
+    "RedactingConsole": "loopkit.redacting_console",
+    "child_environment": "loopkit.child_env",
     # errors
     "LoopkitError": "loopkit.errors",
     "ProviderError": "loopkit.errors",
@@ -102,6 +108,7 @@ if TYPE_CHECKING:
     from loopkit.abstractions.tools import FunctionTool, Tool, ToolArgumentsError, ToolError, tool
     from loopkit.builder import ChatClientBuilder
     from loopkit.cards import Card, CardState
+    from loopkit.child_env import child_environment
     from loopkit.config import RunnerConfig, load_config
     from loopkit.errors import (
         BudgetExceededError,
@@ -126,5 +133,7 @@ if TYPE_CHECKING:
     from loopkit.middleware.token_budget import TokenBudgetChatClient
     from loopkit.providers.litellm import LiteLLMChatClient, start_background_import
     from loopkit.providers.scripted import FunctionChatClient, Script, ScriptedChatClient
+    from loopkit.redacting_console import RedactingConsole
+    from loopkit.redaction import RedactingStream, Redactor, is_secret_name
     from loopkit.result import RunResult, parse_result
     from loopkit.runner import CardRunner

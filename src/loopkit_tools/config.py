@@ -14,6 +14,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from loopkit.child_env import check_passthrough
+
 
 def _check_relative_folder(value: str, what: str) -> str:
     """A configured folder must be a plain relative POSIX path without ``..`` or ``.git``."""
@@ -88,7 +90,10 @@ class ToolsConfig(BaseModel):
         default_factory=lambda: [sys.executable, "-m", "invoice_app.build"]
     )
     build_cwd: str = "."
-    build_env: dict[str, str] = Field(default_factory=dict)
+    build_env: dict[str, str] = Field(
+        default_factory=dict,
+        description="Set for the build and the tests on top of their allowlisted environment.",
+    )
     build_timeout_s: float = Field(default=120.0, gt=0)
     build_requires_stopped_app: bool = Field(
         default=True, description="build_app refuses while the app runs (it would test stale code)."
@@ -97,7 +102,7 @@ class ToolsConfig(BaseModel):
     app_command: list[str] = Field(default_factory=lambda: [sys.executable, "-m", "invoice_app"])
     app_env: dict[str, str] = Field(
         default_factory=lambda: {"QT_LINUX_ACCESSIBILITY_ALWAYS_ON": "1"},
-        description="Added to the runner's environment for the app (e.g. DISPLAY).",
+        description="Set for the app on top of its allowlisted environment (see env_passthrough).",
     )
     app_cwd: str = "."
     app_ready: ReadyCheck | None = Field(default_factory=lambda: ReadyCheck(kind="delay"))
@@ -107,6 +112,13 @@ class ToolsConfig(BaseModel):
         "default: a temporary file per LocalTools instance.",
     )
     stop_grace_s: float = Field(default=5.0, ge=0)
+    env_passthrough: list[str] = Field(
+        default_factory=lambda: ["INVOICE_APP_*"],
+        description="Variables of the runner's environment that the build, app, tests and "
+        "readiness checks get besides the allowlist (PATH, locale, display, D-Bus/AT-SPI, Qt, "
+        "Python, LOOPKIT_*): names or glob patterns. A secret-looking name (KEY, TOKEN, SECRET, "
+        "PASSWORD, PASSWD, CREDENTIAL, PAT) passes only when named exactly, not by a pattern.",
+    )
 
     test_command: list[str] | None = None
     test_cwd: str = "."
@@ -123,6 +135,11 @@ class ToolsConfig(BaseModel):
     @classmethod
     def _folders(cls, value: list[str]) -> list[str]:
         return [_check_relative_folder(v, "folder") for v in value]
+
+    @field_validator("env_passthrough")
+    @classmethod
+    def _passthrough(cls, value: list[str]) -> list[str]:
+        return check_passthrough(value)
 
     @field_validator("build_cwd", "app_cwd", "test_cwd")
     @classmethod

@@ -12,6 +12,10 @@ No process may outlive the run, even when the Python process dies. Three layers:
    kernel closes the pipe, the guard reads end-of-file and kills the group (SIGTERM, grace,
    SIGKILL). This covers grandchildren too and works on every POSIX system.
 
+Every command gets an allowlisted environment (:func:`loopkit.child_env.child_environment`:
+PATH, locale, display, D-Bus/AT-SPI, Qt, Python, ``LOOPKIT_*``, plus a configured passthrough
+and the explicit ``env`` values), never the provider key or another secret-looking variable.
+
 On Linux the leader additionally gets ``PR_SET_PDEATHSIG`` (SIGKILL when its parent dies) through a
 small ``preexec_fn``. Two caveats, which is why it is only the second line of defence: the signal
 fires when the *thread* that forked the child exits, not the process (we always fork from the
@@ -36,6 +40,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from loopkit.abstractions import ToolError
+from loopkit.child_env import child_environment
 
 _PR_SET_PDEATHSIG = 1
 
@@ -185,12 +190,16 @@ class ProcessGroup:
         *,
         cwd: str | os.PathLike[str],
         env: Mapping[str, str] | None = None,
+        passthrough: Sequence[str] = (),
         stdout: int | IO[Any] | None = subprocess.DEVNULL,
         grace_s: float = 5.0,
     ) -> ProcessGroup:
-        """Start ``argv`` (never through a shell) in its own session and process group."""
-        full_env = dict(os.environ)
-        full_env.update(env or {})
+        """Start ``argv`` (never through a shell) in its own session and process group.
+
+        Its environment: the allowlist of :func:`~loopkit.child_env.child_environment`, the
+        variables named or matched by ``passthrough``, and ``env`` on top.
+        """
+        full_env = child_environment(passthrough, extra=env)
         try:
             proc = await asyncio.create_subprocess_exec(
                 *argv,
@@ -219,6 +228,7 @@ class ProcessGroup:
                 stdin=read_fd,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
+                env=child_environment(),  # our own code, but no reason to hold the key
                 start_new_session=True,
             )
         except BaseException:
@@ -305,9 +315,15 @@ async def run_command(
     env: Mapping[str, str] | None,
     timeout_s: float,
     max_output_bytes: int = 4_000_000,
+    passthrough: Sequence[str] = (),
 ) -> CommandResult:
-    """Run ``argv`` as its own group with a timeout; the group is gone when this returns."""
-    group = await ProcessGroup.start(argv, cwd=cwd, env=env, stdout=subprocess.PIPE, grace_s=1.0)
+    """Run ``argv`` as its own group with a timeout; the group is gone when this returns.
+
+    The environment is built as by :meth:`ProcessGroup.start` (allowlist, passthrough, env).
+    """
+    group = await ProcessGroup.start(
+        argv, cwd=cwd, env=env, passthrough=passthrough, stdout=subprocess.PIPE, grace_s=1.0
+    )
     chunks: list[bytes] = []
     size = 0
     cut = False

@@ -25,6 +25,7 @@ import anyio.to_thread
 from mcp_types import CallToolResult, TextContent
 from pydantic import BaseModel
 
+from loopkit.child_env import child_environment
 from loopkit_ui.backends import create_backend
 from loopkit_ui.backends.protocol import TreeSnapshot, UIBackend, UIError, UITimeoutError
 
@@ -83,9 +84,13 @@ class UIService:
         launch: Sequence[str] | None = None,
         launch_cwd: str | None = None,
         attach_timeout: float | None = None,
+        launch_env_passthrough: Sequence[str] = (),
     ) -> None:
         self.launched: subprocess.Popen[bytes] | None = None
         if launch:
+            # The application gets loopkit's allowlisted environment (display, D-Bus, AT-SPI,
+            # Qt, locale, ...) plus the passthrough, never a key the server's environment holds.
+            env = child_environment(launch_env_passthrough)
             # Our own child in its own process group: ended with us.
             group: dict[str, Any] = (
                 {"creationflags": subprocess.CREATE_NEW_PROCESS_GROUP}  # type: ignore[attr-defined]
@@ -93,7 +98,7 @@ class UIService:
                 else {"start_new_session": True}
             )
             self.launched = subprocess.Popen(
-                list(launch), cwd=launch_cwd, stdin=subprocess.DEVNULL, **group
+                list(launch), cwd=launch_cwd, env=env, stdin=subprocess.DEVNULL, **group
             )
             pid = self.launched.pid
         # Each accessibility call gets at most half the tool call's time, so a hung application

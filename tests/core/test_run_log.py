@@ -2,12 +2,14 @@ from __future__ import annotations
 
 import io
 import json
+import os
 from pathlib import Path
 
 import pytest
 
-from loopkit import ChatClientBuilder, RunLog, tool
+from loopkit import ChatClientBuilder, ChatResponse, FunctionChatClient, RunLog, tool
 from loopkit.middleware.run_log import redact
+from tests.secret_corpus import LATE, all_secrets, leaks, plant_environment, planted_text
 
 from .helpers import call, opts, script, user
 
@@ -118,3 +120,94 @@ def test_subscribers_see_every_event() -> None:
     log.start(tools=[])
     log.result("failed", "round limit")
     assert seen == ["start", "result"]
+
+
+def test_every_secret_shape_and_a_late_key_are_redacted_in_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    plant_environment(monkeypatch)
+    path = tmp_path / "run.jsonl"
+    log = RunLog(path)
+    monkeypatch.setenv(*LATE)  # exported after the log was created
+    text = planted_text()
+    log.start(tools=["read_file"], model="scripted", limits={"note": text})
+    log.write("round", round=1, text=text, calls=["read_file"])
+    log.write("tool", name="read_file", arguments={"path": text, text: 1}, result=text, error=True)
+    log.error(text)
+    log.result("failed", text)
+    log.close()
+    written = path.read_text(encoding="utf-8")
+    assert [json.loads(line)["type"] for line in written.splitlines()] == [
+        "start",
+        "round",
+        "tool",
+        "error",
+        "result",
+    ]
+    leaked = leaks(written)
+    print(f"run log: secrets tried {len(all_secrets())} in 5 lines, leaked {len(leaked)}")
+    assert leaked == []
+
+
+class _Unprintable:
+    def __str__(self) -> str:
+        raise ValueError("str() of this object fails")
+
+    __repr__ = __str__
+
+
+class _UnprintableError(Exception):
+    def __str__(self) -> str:
+        raise ValueError("str() of this error fails")
+
+
+async def test_odd_text_never_stops_the_log(tmp_path: Path) -> None:
+    name = os.fsdecode(b"run-\xff\xfe.jsonl")  # a log file name that is not UTF-8
+    path = tmp_path / name
+    log = RunLog(path)
+    odd_file = os.fsdecode(b"invoice_app/caf\xe9.py")
+    log.start(tools=[odd_file], model="scripted")
+    log.write(
+        "tool",
+        name="write_file",
+        arguments={"path": odd_file, "content": "lone \ud800 surrogate", b"key": b"\xff\x00"},
+        result=_Unprintable(),
+        error=False,
+    )
+    log.write("tool", name="x", arguments={"n": float("nan"), "inf": float("inf")}, result=None)
+    log.write("round", round=1, text="emoji 😀 and \udcff", calls=[object()])
+    client = ChatClientBuilder(_failing()).use_run_log(log).build()
+    with pytest.raises(_UnprintableError):
+        await client.get_response(user(), opts())
+    log.result("failed", "reason with \udc80 byte")
+    log.close()
+    raw = path.read_bytes()
+    raw.decode("utf-8")  # strict: every line is valid UTF-8
+    lines = [json.loads(line) for line in raw.decode("utf-8").splitlines()]
+    assert [e["type"] for e in lines] == ["start", "tool", "tool", "round", "error", "result"]
+    assert lines[0]["data"]["tools"] == ["invoice_app/caf\\udce9.py"]
+    tool = lines[1]["data"]
+    assert tool["arguments"]["content"] == "lone \\ud800 surrogate"
+    assert tool["arguments"]["key"] == "\\xff\x00"  # undecodable bytes spelled out
+    assert tool["result"] == "<unprintable _Unprintable: ValueError>"
+    assert lines[2]["data"]["arguments"] == {"n": "nan", "inf": "inf"}
+    assert lines[3]["data"]["text"] == "emoji 😀 and \\udcff"
+    assert lines[4]["data"]["message"] == "_UnprintableError: <message could not be read>"
+    assert lines[5]["data"]["reason"] == "reason with \\udc80 byte"
+
+
+def test_a_stream_that_takes_only_ascii_gets_escaped_lines() -> None:
+    raw = io.BytesIO()
+    stream = io.TextIOWrapper(raw, encoding="ascii")
+    log = RunLog(stream)
+    log.write("round", text="naïve café 😀")
+    stream.flush()
+    line = raw.getvalue().decode("ascii")
+    assert json.loads(line)["data"]["text"] == "naïve café 😀"
+
+
+def _failing() -> FunctionChatClient:
+    def fail(*_: object) -> ChatResponse:
+        raise _UnprintableError()
+
+    return FunctionChatClient(fail)

@@ -28,6 +28,11 @@ def test_both_or_neither_transport_is_a_validation_error() -> None:
         ({"url": "ftp://x/mcp"}, "http:// or https://"),
         ({"url": "127.0.0.1:8000/mcp"}, "http:// or https://"),
         ({"url": "http://127.0.0.1:1/mcp", "env": {"A": "1"}}, "apply to a `command` server"),
+        (
+            {"url": "http://127.0.0.1:1/mcp", "env_passthrough": ["A"]},
+            "apply to a `command` server",
+        ),
+        ({"command": ["x"], "env_passthrough": ["A=1"]}, "env passthrough entry 'A=1'"),
         ({"command": ["x"], "headers": {"A": "1"}}, "apply to a `url` server"),
         ({"command": ["x"], "call_timeout": 0}, "greater than 0"),
         ({"command": ["x"], "comand": ["y"]}, "Extra inputs are not permitted"),

@@ -179,15 +179,57 @@ async def test_server_stderr_is_captured_not_printed(capfd: pytest.CaptureFixtur
 
 
 async def test_environment_is_not_inherited_unless_asked(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("LOOPKIT_TEST_SECRET", "s3cret")
+    monkeypatch.setenv("LOOPKIT_TEST_SETTING", "plain")
+    monkeypatch.setenv("DISPLAY", ":77")
     async with stdio_server(env={"LOOPKIT_GIVEN": "yes"}) as server:
         tools = await _tools(server)
         assert await tools["getenv"].invoke({"name": "LOOPKIT_GIVEN"}) == "yes"
-        assert await tools["getenv"].invoke({"name": "LOOPKIT_TEST_SECRET"}) == "(unset)"
+        assert await tools["getenv"].invoke({"name": "LOOPKIT_TEST_SETTING"}) == "(unset)"
+        assert await tools["getenv"].invoke({"name": "DISPLAY"}) == "(unset)"
     async with stdio_server(inherit_env=True, env={"LOOPKIT_GIVEN": "too"}) as server:
         tools = await _tools(server)
-        assert await tools["getenv"].invoke({"name": "LOOPKIT_TEST_SECRET"}) == "s3cret"
+        assert await tools["getenv"].invoke({"name": "LOOPKIT_TEST_SETTING"}) == "plain"
+        assert await tools["getenv"].invoke({"name": "DISPLAY"}) == ":77"
         assert await tools["getenv"].invoke({"name": "LOOPKIT_GIVEN"}) == "too"
+
+
+SECRET_VARIABLES = {
+    "ANTHROPIC_API_KEY": "sk-ant-api03-" + "Mc9" * 30,
+    "OPENAI_API_KEY": "sk-proj-" + "Mc7" * 16,
+    "MY_SERVICE_TOKEN": "service-token-mcp-42",
+    "GITHUB_PAT": "github_pat_" + "Mc1" * 25,
+    "LOOPKIT_TEST_SECRET": "s3cret-but-loopkit-named",
+}
+
+
+async def test_inherit_env_never_passes_a_secret(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The demo's UI server runs with inherit_env=True: it must not see the provider key."""
+    for name, value in SECRET_VARIABLES.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("QT_QPA_PLATFORM", "xcb")
+    async with stdio_server(inherit_env=True) as server:
+        getenv = (await _tools(server))["getenv"]
+        seen = {name: await getenv.invoke({"name": name}) for name in SECRET_VARIABLES}
+        assert await getenv.invoke({"name": "QT_QPA_PLATFORM"}) == "xcb"
+        assert await getenv.invoke({"name": "PATH"}) == os.environ["PATH"]
+    leaked = [name for name, value in seen.items() if value != "(unset)"]
+    print(f"MCP server: secret variables tried {len(SECRET_VARIABLES)}, leaked {len(leaked)}")
+    assert leaked == []
+
+
+async def test_env_passthrough(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MY_APP_MODE", "fast")
+    monkeypatch.setenv("MY_APP_TOKEN", "pattern-is-not-enough")
+    monkeypatch.setenv("MY_SERVICE_TOKEN", "named-exactly")
+    for inherit in (False, True):
+        async with stdio_server(
+            inherit_env=inherit, env_passthrough=["MY_APP_*", "MY_SERVICE_TOKEN"]
+        ) as server:
+            getenv = (await _tools(server))["getenv"]
+            assert await getenv.invoke({"name": "MY_APP_MODE"}) == "fast"
+            assert await getenv.invoke({"name": "MY_APP_TOKEN"}) == "(unset)"
+            assert await getenv.invoke({"name": "MY_SERVICE_TOKEN"}) == "named-exactly"
+            assert await getenv.invoke({"name": "HOME"}) == os.environ["HOME"]
 
 
 async def test_nonexistent_command_is_a_clear_error_naming_it() -> None:

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, TextIO, TypeVar, cast
 from urllib.parse import urlsplit
 
 from loopkit.abstractions.tools import ToolError
+from loopkit.child_env import check_passthrough, child_environment
 from loopkit.errors import MCPServerError
 from loopkit.mcp.tools import MCPTool
 
@@ -66,6 +67,7 @@ class _StdioTarget:
     env: dict[str, str] | None = field(default=None, repr=False)  # may hold secrets
     inherit_env: bool = False
     cwd: str | None = None
+    env_passthrough: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -196,6 +198,7 @@ class MCPClient:
         *,
         env: Mapping[str, str] | None = None,
         inherit_env: bool = False,
+        env_passthrough: Sequence[str] = (),
         cwd: str | os.PathLike[str] | None = None,
         startup_timeout: float = DEFAULT_STARTUP_TIMEOUT,
         call_timeout: float = DEFAULT_CALL_TIMEOUT,
@@ -204,19 +207,27 @@ class MCPClient:
     ) -> MCPClient:
         """A server run as a child process speaking MCP over stdin/stdout.
 
-        The child gets the SDK's safe environment (``HOME``, ``PATH``, ``USER``, ... but no API
-        keys) plus ``env``; ``inherit_env=True`` passes this process's whole environment instead
-        (a UI server needs ``DISPLAY`` and the D-Bus address, for example). ``name`` replaces the
-        command line in messages.
+        The child gets the SDK's safe environment (``HOME``, ``LOGNAME``, ``PATH``, ``SHELL``,
+        ``TERM``, ``USER``) plus ``env``. ``inherit_env=True`` passes loopkit's allowlist of this
+        process's environment instead (:func:`loopkit.child_env.child_environment`: also the
+        locale, ``DISPLAY``, ``XDG_*``, the D-Bus and AT-SPI addresses, ``QT_*``, ``PYTHONPATH``,
+        ``LOOPKIT_*``, ...), which a UI server needs; never an API key or another secret-looking
+        variable. ``env_passthrough`` adds variables by name or glob pattern (a secret-looking
+        one only by its exact name). ``name`` replaces the command line in messages.
         """
         if isinstance(args, str):
             raise TypeError(f"args must be a list of strings, not the string {args!r}")
+        if isinstance(env_passthrough, str):
+            raise TypeError(
+                f"env_passthrough must be a list of names, not the string {env_passthrough!r}"
+            )
         target = _StdioTarget(
             command=os.fspath(command),
             args=tuple(str(a) for a in args),
             env=dict(env) if env is not None else None,
             inherit_env=inherit_env,
             cwd=os.fspath(cwd) if cwd is not None else None,
+            env_passthrough=tuple(check_passthrough(env_passthrough)),
         )
         return cls(
             target,
@@ -357,9 +368,13 @@ class MCPClient:
         if isinstance(self._target, _StdioTarget):
             from mcp.client.stdio import StdioServerParameters, stdio_client
 
-            env = self._target.env
-            if self._target.inherit_env:
-                env = {**os.environ, **(env or {})}
+            target = self._target
+            env = target.env
+            if target.inherit_env or target.env_passthrough:
+                # Without inherit_env the SDK adds its own safe variables to these.
+                env = child_environment(
+                    target.env_passthrough, extra=env, allowlist=target.inherit_env
+                )
             params = StdioServerParameters(
                 command=self._target.command,
                 args=list(self._target.args),

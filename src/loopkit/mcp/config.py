@@ -20,13 +20,15 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from loopkit.child_env import check_passthrough
 from loopkit.mcp.client import DEFAULT_CALL_TIMEOUT, DEFAULT_STARTUP_TIMEOUT, MCPClient
 
 
 class MCPServerConfig(BaseModel):
     """How to reach one MCP server: exactly one of ``command`` (stdio) or ``url`` (HTTP).
 
-    ``env``, ``inherit_env`` and ``cwd`` apply to a command; ``headers`` to a URL. Timeouts are
+    ``env``, ``inherit_env``, ``env_passthrough`` and ``cwd`` apply to a command (a child never
+    gets a secret-looking variable it is not given by name); ``headers`` to a URL. Timeouts are
     in seconds. ``tool_prefix`` goes in front of every tool name (to keep two servers' tools
     apart). :meth:`connect` returns an unopened :class:`MCPClient`; use it with ``async with``.
     """
@@ -39,7 +41,18 @@ class MCPServerConfig(BaseModel):
     )
     url: str | None = Field(default=None, description="Endpoint of a streamable-HTTP server.")
     env: dict[str, str] = Field(default_factory=dict, repr=False)
-    inherit_env: bool = False
+    inherit_env: bool = Field(
+        default=False,
+        description="Pass loopkit's allowlist of this process's environment (PATH, locale, "
+        "display, D-Bus/AT-SPI, Qt, Python, LOOPKIT_*), never a secret-looking variable; "
+        "without it the server gets only HOME, LOGNAME, PATH, SHELL, TERM and USER.",
+    )
+    env_passthrough: list[str] = Field(
+        default_factory=list,
+        description="More variables for the server, by name or glob pattern; a secret-looking "
+        "name (KEY, TOKEN, SECRET, PASSWORD, PASSWD, CREDENTIAL, PAT) passes only when named "
+        "exactly.",
+    )
     cwd: Path | None = None
     headers: dict[str, str] = Field(default_factory=dict, repr=False)
     startup_timeout: float = Field(default=DEFAULT_STARTUP_TIMEOUT, gt=0)
@@ -52,6 +65,11 @@ class MCPServerConfig(BaseModel):
         if value is not None and (not value or not value[0].strip()):
             raise ValueError("command must be a non-empty list: the program, then its arguments")
         return value
+
+    @field_validator("env_passthrough")
+    @classmethod
+    def _passthrough(cls, value: list[str]) -> list[str]:
+        return check_passthrough(value)
 
     @field_validator("url")
     @classmethod
@@ -73,8 +91,12 @@ class MCPServerConfig(BaseModel):
                 f"an MCP server needs exactly one of `command` (stdio) or `url` (streamable "
                 f"HTTP); {given} given"
             )
-        if self.url is not None and (self.env or self.inherit_env or self.cwd is not None):
-            raise ValueError("env, inherit_env and cwd apply to a `command` server, not a `url`")
+        if self.url is not None and (
+            self.env or self.inherit_env or self.env_passthrough or self.cwd is not None
+        ):
+            raise ValueError(
+                "env, inherit_env, env_passthrough and cwd apply to a `command` server, not a `url`"
+            )
         if self.command is not None and self.headers:
             raise ValueError("headers apply to a `url` server, not a `command`")
         return self
@@ -87,6 +109,7 @@ class MCPServerConfig(BaseModel):
                 self.command[1:],
                 env=self.env or None,
                 inherit_env=self.inherit_env,
+                env_passthrough=self.env_passthrough,
                 cwd=self.cwd,
                 startup_timeout=self.startup_timeout,
                 call_timeout=self.call_timeout,

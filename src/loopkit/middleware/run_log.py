@@ -4,16 +4,19 @@ Events: ``start`` (model, tools, limits), ``round`` (one model request: ms, toke
 ``tool`` (one tool call: name, arguments, ms, the result as the model saw it), ``error`` (a request
 that failed) and ``result`` (status, reason, totals). Each line is written whole and flushed, so a
 run that dies leaves a log that is valid JSON lines up to its last line.
+
+Every line goes through a :class:`~loopkit.redaction.Redactor` (secret shapes, and the values of
+secret-looking environment variables as they are when the line is written). Odd text never stops
+the log: lone surrogates (undecodable file names), bytes, objects whose ``str()`` raises, NaN and
+cycles are spelled out and the line stays valid JSON in UTF-8.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import re
 import threading
 import time
-from collections.abc import AsyncIterator, Callable, MutableMapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, MutableMapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any, TextIO
@@ -30,31 +33,34 @@ from loopkit.abstractions.chat import (
 from loopkit.abstractions.content import ChatMessage, UsageDetails
 from loopkit.middleware.delegating import DelegatingChatClient
 from loopkit.middleware.function_invocation import ToolInvocation
-
-_SECRET_PATTERNS = [
-    re.compile(r"sk-ant-[A-Za-z0-9_\-]{8,}"),
-    re.compile(r"sk-[A-Za-z0-9_\-]{16,}"),
-    re.compile(r"(?i)(bearer\s+)[A-Za-z0-9._\-]{16,}"),
-]
-_SECRET_ENV = re.compile(r"(?i)(API_KEY|_TOKEN|_SECRET|PASSWORD)$")
+from loopkit.redaction import Redactor
 
 
-def secret_values(environ: dict[str, str] | None = None) -> list[str]:
-    """Values of environment variables that look like credentials (for redaction)."""
-    env = os.environ if environ is None else environ
-    return sorted(
-        {v for k, v in env.items() if _SECRET_ENV.search(k) and len(v) >= 8}, key=len, reverse=True
-    )
+def secret_values(environ: Mapping[str, str] | None = None) -> list[str]:
+    """Values of environment variables whose names look secret (8 characters or more)."""
+    return Redactor(environ=environ).secret_values()
 
 
-def redact(text: str, secrets: Sequence[str]) -> str:
-    """``text`` with known secret values and key-shaped strings replaced by ``[redacted]``."""
-    for s in secrets:
-        if s in text:
-            text = text.replace(s, "[redacted]")
-    for pattern in _SECRET_PATTERNS:
-        text = pattern.sub(lambda m: (m.group(1) if m.re.groups else "") + "[redacted]", text)
-    return text
+def redact(text: str, secrets: Sequence[str] = ()) -> str:
+    """``text`` with the given ``secrets`` and every secret shape replaced by ``[redacted]``.
+
+    Kept for callers of the old helper; :class:`~loopkit.redaction.Redactor` also reads the
+    environment's secret values.
+    """
+    return Redactor(environ={}, secrets=secrets, min_secret_chars=1).redact(text)
+
+
+def describe_error(error: BaseException) -> str:
+    """``Type: message`` for a log line, even when the exception's ``str()`` raises."""
+    try:
+        return f"{type(error).__name__}: {error}"
+    except Exception:
+        return f"{type(error).__name__}: <message could not be read>"
+
+
+def _ascii_line(line: str) -> str:
+    """The same JSON line with every non-ASCII character as a ``\\u`` escape."""
+    return json.dumps(json.loads(line), ensure_ascii=True, separators=(",", ":"))
 
 
 class _LineWriter:
@@ -66,7 +72,10 @@ class _LineWriter:
 
     def msg(self, message: str) -> None:
         with self._lock:
-            self._stream.write(message + "\n")
+            try:
+                self._stream.write(message + "\n")
+            except UnicodeEncodeError:  # a stream that cannot take non-ASCII: escape it
+                self._stream.write(_ascii_line(message) + "\n")
             self._stream.flush()
 
     info = msg
@@ -76,7 +85,9 @@ class RunLog:
     """Writes run events as JSON lines (structlog underneath) and keeps the run's totals.
 
     ``target`` is a path (created, parents too; appended to) or an open text stream. Subscribers
-    registered with :meth:`subscribe` receive every event dict, e.g. to draw progress.
+    registered with :meth:`subscribe` receive every event dict, e.g. to draw progress (the data
+    as given: redact what you show). ``redactor`` (default: one reading ``environ``, which
+    defaults to ``os.environ`` at each line) redacts every line.
     """
 
     def __init__(
@@ -84,7 +95,8 @@ class RunLog:
         target: str | Path | TextIO,
         *,
         max_text_chars: int | None = 2000,
-        environ: dict[str, str] | None = None,
+        environ: Mapping[str, str] | None = None,
+        redactor: Redactor | None = None,
     ) -> None:
         if isinstance(target, str | Path):
             self.path: Path | None = Path(target)
@@ -96,7 +108,7 @@ class RunLog:
             self._stream = target
             self._owns_stream = False
         self.max_text_chars = max_text_chars
-        self._secrets = secret_values(environ)
+        self.redactor = redactor or Redactor(environ=environ)
         self._logger = structlog.wrap_logger(
             _LineWriter(self._stream),
             processors=[self._add_time, structlog.processors.EventRenamer("type"), self._render],
@@ -118,8 +130,7 @@ class RunLog:
 
     def _render(self, _: Any, __: str, event: MutableMapping[str, Any]) -> str:
         ordered = {"time": event.pop("time"), "type": event.pop("type"), **event}
-        line = json.dumps(ordered, ensure_ascii=False, separators=(",", ":"), default=str)
-        return redact(line, self._secrets)
+        return self.redactor.to_json(ordered)
 
     # events ----------------------------------------------------------------------------------
     def subscribe(self, callback: Callable[[dict[str, Any]], None]) -> None:
@@ -240,7 +251,7 @@ class RunLogChatClient(DelegatingChatClient):
         try:
             response = await self.inner.get_response(messages, options)
         except Exception as e:
-            self.log.error(f"{type(e).__name__}: {e}", round=self.log.rounds + 1)
+            self.log.error(describe_error(e), round=self.log.rounds + 1)
             raise
         self.log.round(response, (time.perf_counter() - started) * 1000.0)
         return response
@@ -256,6 +267,6 @@ class RunLogChatClient(DelegatingChatClient):
                 updates.append(update)
                 yield update
         except Exception as e:
-            self.log.error(f"{type(e).__name__}: {e}", round=self.log.rounds + 1)
+            self.log.error(describe_error(e), round=self.log.rounds + 1)
             raise
         self.log.round(response_from_updates(updates), (time.perf_counter() - started) * 1000.0)

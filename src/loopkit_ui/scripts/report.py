@@ -1,7 +1,8 @@
 """The HTML report of a run and the GIF of its screenshots.
 
 The report is one self-contained HTML file in the run folder; screenshots are linked by relative
-path, so the folder can be zipped and sent as it is.
+path, so the folder can be zipped and sent as it is. It is written from a redacted copy of the run
+(:func:`~loopkit_ui.scripts.redact.redacted_result`): no secret reaches it.
 """
 
 from __future__ import annotations
@@ -10,7 +11,9 @@ from collections.abc import Sequence
 from html import escape
 from pathlib import Path
 
+from loopkit.redaction import Redactor
 from loopkit_ui.scripts.findings import normalise_stack_line
+from loopkit_ui.scripts.redact import redacted_result
 from loopkit_ui.scripts.results import RunResult
 
 __all__ = ["write_gif", "write_report"]
@@ -83,8 +86,10 @@ def _finding_rows(result: RunResult) -> list[str]:
     return rows
 
 
-def write_report(result: RunResult, path: Path) -> Path:
-    """Write the run's HTML report to ``path``."""
+def write_report(result: RunResult, path: Path, *, redactor: Redactor | None = None) -> Path:
+    """Write the run's HTML report to ``path``, every text redacted by ``redactor`` (default: a
+    :class:`~loopkit.redaction.Redactor` reading the environment now)."""
+    result = redacted_result(result, redactor)
     run_dir = Path(result.run_dir)
     gif = (
         f'<p><img src="{escape(str(Path(result.gif).relative_to(run_dir)))}" '

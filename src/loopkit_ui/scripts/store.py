@@ -1,7 +1,8 @@
 """The SQLite database of runs and findings.
 
 ``runs``: one row per run. ``findings``: one row per fingerprint, with ``count`` = how many runs
-hit it. ``finding_runs``: which runs hit which finding (and after which step).
+hit it. ``finding_runs``: which runs hit which finding (and after which step). Runs are stored
+redacted (:func:`~loopkit_ui.scripts.redact.redacted_result`): no secret reaches the file.
 """
 
 from __future__ import annotations
@@ -13,7 +14,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from loopkit.redaction import Redactor
 from loopkit_ui.scripts.findings import normalise_stack_line, normalise_title
+from loopkit_ui.scripts.redact import redacted_result
 from loopkit_ui.scripts.results import RunResult
 
 __all__ = ["ResultStore"]
@@ -64,10 +67,15 @@ CREATE TABLE IF NOT EXISTS finding_runs (
 
 
 class ResultStore:
-    """Runs and findings in one SQLite file (created on first use)."""
+    """Runs and findings in one SQLite file (created on first use).
 
-    def __init__(self, path: str | Path) -> None:
+    Every run is redacted by ``redactor`` (default: a :class:`~loopkit.redaction.Redactor`
+    reading the environment when the run is recorded) before it is written.
+    """
+
+    def __init__(self, path: str | Path, *, redactor: Redactor | None = None) -> None:
         self.path = Path(path)
+        self.redactor = redactor
 
     @contextmanager
     def _connect(self) -> Iterator[sqlite3.Connection]:
@@ -84,6 +92,7 @@ class ResultStore:
 
     def record(self, result: RunResult) -> None:
         """Store a run, and each of its findings once (count = number of runs that hit it)."""
+        result = redacted_result(result, self.redactor)
         unique = result.unique_findings()
         with self._connect() as db:
             db.execute(
