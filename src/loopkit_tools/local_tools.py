@@ -143,6 +143,7 @@ class LocalTools:
                 self.config.build_command,
                 cwd=self._cwd(self.config.build_cwd),
                 env=self.config.build_env,
+                passthrough=self.config.env_passthrough,
                 timeout_s=self.config.build_timeout_s,
             )
         if result.timed_out:
@@ -162,6 +163,7 @@ class LocalTools:
                 command,
                 cwd=self._cwd(self.config.test_cwd),
                 env=self.config.build_env,
+                passthrough=self.config.env_passthrough,
                 timeout_s=self.config.test_timeout_s,
             )
         if result.timed_out:
@@ -209,7 +211,11 @@ class LocalTools:
             else:
                 assert check.command is not None
                 probe = await run_command(
-                    check.command, cwd=self.root, env=self.config.app_env, timeout_s=check.timeout_s
+                    check.command,
+                    cwd=self.root,
+                    env=self.config.app_env,
+                    passthrough=self.config.env_passthrough,
+                    timeout_s=check.timeout_s,
                 )
                 if probe.exit_code == 0:
                     return "ready (readiness check passed)"
@@ -237,6 +243,7 @@ class LocalTools:
                     self.config.app_command,
                     cwd=self._cwd(self.config.app_cwd),
                     env=self.config.app_env,
+                    passthrough=self.config.env_passthrough,
                     stdout=out,
                     grace_s=self.config.stop_grace_s,
                 )

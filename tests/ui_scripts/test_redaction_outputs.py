@@ -141,11 +141,14 @@ def test_a_real_run_whose_app_logs_a_token(
     )
     config = RunnerConfig(out_dir=tmp_path / "out", env=headless_desktop.env, gif=False)
     result = ScriptRunner(config, system_log=None).run(script)
-    # the app really logged it: the raw result holds the token
-    raw = json.dumps(result.model_dump(mode="json"))
-    assert github_token in raw and env_token in raw, raw[:2000]
+    # the app really logged it (its own log file holds both), and it became a finding
+    app_log = (Path(result.run_dir) / "invoice_app.log").read_text(encoding="utf-8")
+    assert github_token in app_log and env_token in app_log, app_log[-2000:]
     assert any(f.kind == "app_log_error" for f in result.findings)
     secrets = [github_token, env_token]
+    # what the runner returns (and the CLI prints) and result.json are redacted too
+    assert leaks(json.dumps(result.model_dump(mode="json")), secrets) == []
+    assert leaks((Path(result.run_dir) / "result.json").read_text(encoding="utf-8"), secrets) == []
     report_leaks = leaks(Path(result.report or "").read_text(encoding="utf-8"), secrets)
     db_leaks = leaks(_database_text(config.database), secrets)
     print(f"real run: report leaked {len(report_leaks)}, database leaked {len(db_leaks)} of 2")

@@ -19,11 +19,13 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from loopkit.child_env import child_environment
 from loopkit_ui.backends import default_backend_name
 from loopkit_ui.scripts.app import AppProcess
 from loopkit_ui.scripts.loader import LoadedScript, load_script
 from loopkit_ui.scripts.model import AppConfig
 from loopkit_ui.scripts.oracles import OracleSuite
+from loopkit_ui.scripts.redact import redacted_result
 from loopkit_ui.scripts.report import write_gif, write_report
 from loopkit_ui.scripts.results import RunResult
 from loopkit_ui.scripts.steps import Interpreter, RunState
@@ -47,6 +49,11 @@ class RunnerConfig(BaseModel):
         default_factory=dict, description="added to the environment (e.g. the desktop's)"
     )
     app_env: dict[str, str] = Field(default_factory=dict, description="extra env for the app only")
+    app_env_passthrough: list[str] = Field(
+        default_factory=list,
+        description="further variables (names or globs) the app inherits beyond the allowlist "
+        "of loopkit.child_env; a secret-looking name passes only when named exactly",
+    )
     variables: dict[str, Any] = Field(default_factory=dict, description="override script vars")
     screenshots: Literal["steps", "failures", "none"] = "steps"
     gif: bool = True
@@ -136,7 +143,13 @@ class ScriptRunner:
         if log_file is not None and not log_file.is_absolute():
             log_file = run_dir / log_file
         backend_name = self.config.backend or default_backend_name(env)
-        app_env = {**env, **self.config.app_env}
+        # The app under test gets the allowlisted environment (never a key), plus what the
+        # runner's config and the script set explicitly.
+        app_env = child_environment(
+            self.config.app_env_passthrough,
+            extra={**self.config.env, **self.config.app_env},
+            environ=env,
+        )
         if backend_name == "atspi" and "QT_QPA_PLATFORM" not in app_config.env:
             # An inherited offscreen platform would hide the app from AT-SPI.
             app_env.pop("QT_QPA_PLATFORM", None)
@@ -209,9 +222,11 @@ class ScriptRunner:
             result.status = "failed"
         if self.config.gif and screenshots:
             result.gif = str(write_gif([run_dir / s for s in screenshots], run_dir / "run.gif"))
-        result.report = str(run_dir / "report.html")
+        report = run_dir / "report.html"
+        result.report = str(report)
+        result = redacted_result(result)  # result.json and what the CLI prints carry no secret
         (run_dir / "result.json").write_text(result.model_dump_json(indent=2), encoding="utf-8")
-        write_report(result, Path(result.report))
+        write_report(result, report)
         self.store.record(result)
         return result
 
