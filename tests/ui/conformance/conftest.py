@@ -34,7 +34,7 @@ def _backend_param(name: str) -> ParameterSet:
     LOOPKIT_REQUIRE_DESKTOP says the desktop must be there."""
     chosen = default_backend_name()  # LOOPKIT_UI_BACKEND, else the platform's
     if name != chosen:
-        reason = f"this run conforms the {chosen!r} backend ({BACKEND_ENV} or the platform)"
+        reason = f"this run checks the {chosen!r} backend ({BACKEND_ENV}, else the platform's)"
         return pytest.param(name, marks=pytest.mark.skip(reason=reason))
     missing = desktop_available() if name == "atspi" else None
     if missing and not os.environ.get("LOOPKIT_REQUIRE_DESKTOP"):
