@@ -5,11 +5,15 @@
 .venv/bin/nox -s typecheck    # mypy
 .venv/bin/nox -s bench        # benchmarks, loopkit beside its peers; prints ratios
 .venv/bin/nox -s demo -- examples/cards/delete-asks-for-confirmation.md
+.venv/bin/nox -s mutate       # mutation testing (not a default session): docs/testing.md
 """
 
 from __future__ import annotations
 
+import configparser
+import shutil
 import sys
+from pathlib import Path
 
 import nox
 
@@ -23,7 +27,9 @@ SOURCES = ["src", "tests", "examples", "noxfile.py"]
 
 @nox.session
 def tests(session: nox.Session) -> None:
-    session.run(PY, "-m", "pytest", *session.posargs)
+    # As scripts/test.sh: on Linux the UI tests must run, never skip for a missing desktop.
+    env = {"LOOPKIT_REQUIRE_DESKTOP": "1"} if sys.platform.startswith("linux") else {}
+    session.run(PY, "-m", "pytest", *session.posargs, env=env)
 
 
 @nox.session
@@ -47,3 +53,65 @@ def bench(session: nox.Session) -> None:
 def demo(session: nox.Session) -> None:
     args = session.posargs or ["examples/cards/delete-asks-for-confirmation.md"]
     session.run(PY, "-m", "loopkit.demo", *args)
+
+
+# What `nox -s mutate` mutates, and the fast tests that must kill each module's mutants.
+MUTATION_TARGETS: dict[str, tuple[str, list[str]]] = {
+    "guard": (
+        "src/loopkit_tools/workspace.py",
+        ["tests/tools/test_tools_files.py", "tests/tools/test_tools_paging.py"],
+    ),
+    "loop": (
+        "src/loopkit/middleware/function_invocation.py",
+        [
+            "tests/core/test_function_invocation.py",
+            "tests/core/test_cut_boundaries.py",
+            "tests/core/test_builder.py",
+        ],
+    ),
+    "result": (
+        "src/loopkit/result.py",
+        ["tests/core/test_result_contract.py", "tests/core/test_cards_and_result.py"],
+    ),
+    "runlog": (
+        "src/loopkit/middleware/run_log.py",
+        ["tests/core/test_run_log.py", "tests/core/test_cut_boundaries.py"],
+    ),
+}
+
+
+@nox.session(default=False)
+def mutate(session: nox.Session) -> None:
+    """Mutation testing with mutmut: ``nox -s mutate [-- guard loop result runlog]``.
+
+    Runs in a scratch copy under .nox/mutate (mutmut writes its mutants/ folder there, never in
+    the work tree); prints every mutant that survived. See docs/testing.md.
+    """
+    chosen = session.posargs or list(MUTATION_TARGETS)
+    unknown = sorted(set(chosen) - set(MUTATION_TARGETS))
+    if unknown:
+        session.error(f"unknown module(s) {unknown}; choose from {sorted(MUTATION_TARGETS)}")
+    files = [MUTATION_TARGETS[name][0] for name in chosen]
+    tests = sorted({t for name in chosen for t in MUTATION_TARGETS[name][1]})
+    work = Path(session.create_tmp()) / "-".join(chosen)
+    shutil.rmtree(work, ignore_errors=True)
+    for folder in ("src", "tests", "examples"):
+        shutil.copytree(folder, work / folder, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy("pyproject.toml", work)  # the pytest settings (asyncio mode, markers)
+    # mutmut reads [mutmut] from setup.cfg when pyproject.toml has no [tool.mutmut].
+    config = configparser.ConfigParser()
+    config["mutmut"] = {
+        "source_paths": "src",
+        "only_mutate": "\n".join(files),
+        "pytest_add_cli_args_test_selection": "\n".join(tests),
+        "pytest_add_cli_args": "\n".join(["-p", "no:cacheprovider", "-q"]),
+    }
+    with (work / "setup.cfg").open("w", encoding="utf-8") as f:
+        config.write(f)
+    # mutmut runs the tests from mutants/: its mutated copy of src must win over the editable
+    # install of the project.
+    env = {"PYTHONPATH": str(work / "mutants" / "src")}
+    session.chdir(work)
+    session.run(PY, "-m", "mutmut", "run", env=env)
+    session.run(PY, "-m", "mutmut", "results", env=env)
+    session.log(f"survivors: cd {work} && {PY} -m mutmut show NAME (or mutmut browse)")

@@ -7,7 +7,14 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-_RESULT_LINE = re.compile(r"^RESULT:\s*(done|failed)\s*(?::\s*(.*))?$", re.IGNORECASE)
+# The whole line, nothing after "done": "RESULT: done, mostly" and "RESULT: done: ..." are not done.
+_RESULT_LINE = re.compile(
+    r"^RESULT:\s*(?:(?P<done>done)|failed(?:\s*:\s*(?P<reason>.*))?)$", re.IGNORECASE
+)
+_LOOKS_LIKE_RESULT = re.compile(r"^RESULT\b", re.IGNORECASE)
+# Markdown a model puts around the whole line (**RESULT: done**, `RESULT: done`).
+_DECORATION = "`*_ "
+_SHOWN_CHARS = 120
 
 
 class RunResult(BaseModel):
@@ -30,22 +37,25 @@ class RunResult(BaseModel):
 def parse_result(text: str) -> RunResult:
     """Read the RESULT line from the end of ``text``.
 
-    The last non-empty line must be ``RESULT: done`` or ``RESULT: failed: <reason>``; anything else
-    is a failed run whose reason says the line was missing (and quotes what was there instead).
+    The whole last non-empty line (markdown emphasis around it aside) must be ``RESULT: done`` or
+    ``RESULT: failed: <reason>``; the keywords are case-insensitive. Anything else is a failed
+    run whose reason says the line was missing or malformed and quotes what was there instead:
+    ``RESULT: done, mostly``, ``RESULT: done.`` and ``RESULT: done: but ...`` are not done.
     """
     lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
     if not lines:
         return RunResult(status="failed", reason="the final answer was empty: no RESULT line")
-    last = lines[-1].strip("`*_ ")
+    written = lines[-1]
+    last = written.strip(_DECORATION)
     match = _RESULT_LINE.match(last)
     if match is None:
-        shown = last if len(last) <= 120 else last[:117] + "..."
-        return RunResult(
-            status="failed",
-            reason=f"the final answer did not end with a RESULT line (last line: {shown!r})",
-        )
-    status = match.group(1).lower()
-    if status == "done":
+        shown = written if len(written) <= _SHOWN_CHARS else written[: _SHOWN_CHARS - 3] + "..."
+        if _LOOKS_LIKE_RESULT.match(last):
+            what = "the last line is not 'RESULT: done' or 'RESULT: failed: <reason>'"
+        else:
+            what = "the final answer did not end with a RESULT line"
+        return RunResult(status="failed", reason=f"{what} (last line: {shown!r})")
+    if match.group("done"):
         return RunResult(status="done")
-    reason = (match.group(2) or "").strip()
+    reason = (match.group("reason") or "").strip()
     return RunResult(status="failed", reason=reason or "the model gave no reason")

@@ -1,17 +1,27 @@
 from __future__ import annotations
 
 import asyncio
+import datetime
+import decimal
+import types
+from typing import Any
 
 import pytest
 
 from loopkit import (
     ChatClientBuilder,
+    ChatMessage,
+    ChatOptions,
+    ChatResponse,
     ChatRole,
+    DelegatingChatClient,
     FunctionCallContent,
+    FunctionChatClient,
     FunctionInvocationOptions,
     FunctionInvokingChatClient,
     FunctionResultContent,
     ToolError,
+    UsageDetails,
     tool,
 )
 from loopkit.middleware.function_invocation import ToolInvocation, cut_result, tool_result_to_text
@@ -393,3 +403,239 @@ async def test_calls_needing_approval_run_only_when_approved() -> None:
 def test_approval_needs_an_approver() -> None:
     with pytest.raises(ValueError, match="no approver is set"):
         FunctionInvocationOptions(approval_required=frozenset({"git_commit"}))
+
+
+# -- pinned by mutation testing (nox -s mutate -- loop): each test kills survivors of a kind ----
+
+
+class Recorded:
+    """Replies in order and records the options of every request (FunctionChatClient's fn)."""
+
+    def __init__(self, *replies: ChatResponse) -> None:
+        self.replies = list(replies)
+        self.options: list[ChatOptions | None] = []
+        self.sent: list[list[ChatMessage]] = []
+
+    def __call__(self, messages: list[ChatMessage], options: ChatOptions | None) -> ChatResponse:
+        self.options.append(options)
+        self.sent.append(list(messages))
+        return self.replies.pop(0)
+
+
+def calls(*names: str, **extra: Any) -> ChatResponse:
+    contents = [FunctionCallContent(call_id=f"c{i}-{n}", name=n, arguments={"a": 1, "b": 2})
+                for i, n in enumerate(names)]  # fmt: skip
+    return ChatResponse(messages=[ChatMessage(role=ChatRole.ASSISTANT, contents=contents)], **extra)
+
+
+def answer(text: str, **extra: Any) -> ChatResponse:
+    return ChatResponse(messages=[ChatMessage.from_text(ChatRole.ASSISTANT, text)], **extra)
+
+
+def usage(n: int) -> UsageDetails:
+    return UsageDetails(input_tokens=n, output_tokens=1, cached_input_tokens=n // 10)
+
+
+async def test_every_round_gets_the_callers_options() -> None:
+    recorded = Recorded(calls("add"), calls("add"), answer("done"))
+    options = opts(add, max_output_tokens=77)
+    await loop(FunctionChatClient(recorded), max_rounds=2).get_response(user(), options)
+    assert recorded.options[:2] == [options, options]
+    final = recorded.options[2]
+    assert final is not None and final.tool_mode is not None and final.tool_mode.kind == "none"
+    assert (final.tools, final.max_output_tokens) == (options.tools, 77)
+
+
+@pytest.mark.parametrize("max_rounds", [1, 5])
+async def test_the_answer_carries_the_runs_usage_and_the_last_replys_ids(max_rounds: int) -> None:
+    """Usage is summed over every request (the final one without tools included); the finish
+    reason, model and response id are those of the last reply."""
+    recorded = Recorded(
+        calls(
+            "add", usage=usage(10), model_id="m-1", response_id="r-1", finish_reason="tool_calls"
+        ),
+        answer("done", usage=usage(20), model_id="m-2", response_id="r-2", finish_reason="stop"),
+    )
+    response = await loop(FunctionChatClient(recorded), max_rounds=max_rounds).get_response(
+        user(), opts(add)
+    )
+    assert response.usage == UsageDetails(input_tokens=30, output_tokens=2, cached_input_tokens=3)
+    assert (response.finish_reason, response.model_id, response.response_id) == (
+        "stop",
+        "m-2",
+        "r-2",
+    )
+    assert response.additional_properties.get("max_rounds_reached", False) is (max_rounds == 1)
+
+
+def test_data_results_that_json_cannot_encode_become_text() -> None:
+    assert tool_result_to_text({"when": datetime.date(2024, 1, 2)}) == '{"when":"2024-01-02"}'
+    assert tool_result_to_text(decimal.Decimal("1.50")) == "1.50"
+    assert tool_result_to_text(["ü"]) == '["ü"]'
+
+
+async def test_two_calls_run_concurrently_and_listeners_see_their_round() -> None:
+    running = peak = 0
+
+    @tool
+    async def slow(n: int) -> int:
+        """Sleep a bit."""
+        nonlocal running, peak
+        running += 1
+        peak = max(peak, running)
+        await asyncio.sleep(0.02)
+        running -= 1
+        return n
+
+    seen: list[ToolInvocation] = []
+
+    class Spy(DelegatingChatClient):
+        def on_tool_invoked(self, invocation: ToolInvocation) -> None:
+            seen.append(invocation)
+
+    turns = [{"calls": [call("slow", {"equals": str(i)}, n=i) for i in range(2)]}, {"text": "ok"}]
+    client = (
+        ChatClientBuilder(script(*turns))
+        .use_function_invocation(FunctionInvocationOptions(allow_concurrent_invocation=True))
+        .use(Spy)
+        .build()
+    )
+    await client.get_response(user(), opts(slow))
+    assert peak == 2
+    assert [(i.result, i.round) for i in seen] == [("0", 1), ("1", 1)]
+
+
+async def test_several_failures_beyond_the_limit_raise_them_together() -> None:
+    @tool
+    def boom2() -> str:
+        """Fails too."""
+        raise ValueError("disk full")
+
+    model = script({"calls": [call("boom"), call("boom2")]}, {"text": "never"})
+    with pytest.raises(ExceptionGroup) as raised:
+        await loop(model, max_consecutive_errors=0).get_response(user(), opts(boom, boom2))
+    assert raised.value.message == "tools failed in too many rounds in a row"
+    assert [str(e) for e in raised.value.exceptions] == ["disk on fire", "disk full"]
+
+
+async def test_an_unknown_tool_is_told_every_available_tool() -> None:
+    expected = 'Error: there is no tool named "nope". Available tools: add, boom, refuse.'
+    model = script({"calls": [call("nope", {"equals": expected, "error": True})]}, {"text": "ok"})
+    await loop(model).get_response(user(), opts(refuse, add, boom))
+
+
+def bad_arguments() -> ChatResponse:
+    bad = FunctionCallContent(
+        call_id="c1", name="add", arguments={}, arguments_error="arguments are not valid JSON: '{'"
+    )
+    return ChatResponse(messages=[ChatMessage(role=ChatRole.ASSISTANT, contents=[bad])])
+
+
+async def test_arguments_that_do_not_parse_are_an_error_that_counts() -> None:
+    recorded = Recorded(bad_arguments(), bad_arguments(), answer("never"))
+    with pytest.raises(ToolError) as raised:
+        await loop(FunctionChatClient(recorded), max_consecutive_errors=1).get_response(
+            user(), opts(add)
+        )
+    assert str(raised.value) == "arguments are not valid JSON: '{'"
+    [result] = recorded.sent[1][-1].function_results  # what the model got after round one
+    assert (result.result, result.error) == ("Error: arguments are not valid JSON: '{'", True)
+
+
+async def test_a_refused_call_is_told_exactly_what_to_do() -> None:
+    expected = (
+        "Error: the call to add was not approved. Do not retry it unchanged; continue without "
+        "it or explain in your answer why it is needed."
+    )
+    model = script({"calls": [call("add", {"equals": expected, "error": True}, a=1, b=1)]},
+                   {"text": "ok"})  # fmt: skip
+    await loop(model, approval_required={"add"}, approver=lambda c: False).get_response(
+        user(), opts(add)
+    )
+
+
+def test_the_missing_approver_error_says_what_to_pass() -> None:
+    with pytest.raises(ValueError) as raised:
+        FunctionInvocationOptions(approval_required=frozenset({"git_commit"}))
+    assert str(raised.value) == (
+        "approval_required names tools but no approver is set: pass approver=, a function "
+        "(call) -> bool that asks a person or applies a policy"
+    )
+
+
+async def test_listeners_get_the_time_and_the_exception(monkeypatch: pytest.MonkeyPatch) -> None:
+    from loopkit.middleware import function_invocation
+
+    # A clock the test controls: the invocation took exactly 250 ms.
+    clock = iter([10.0, 10.25])
+    monkeypatch.setattr(
+        function_invocation, "time", types.SimpleNamespace(perf_counter=lambda: next(clock))
+    )
+    seen: list[ToolInvocation] = []
+
+    class Spy(DelegatingChatClient):
+        def on_tool_invoked(self, invocation: ToolInvocation) -> None:
+            seen.append(invocation)
+
+    client = (
+        ChatClientBuilder(script({"calls": [call("boom")]}, {"text": "ok"}))
+        .use_function_invocation()
+        .use(Spy)
+        .build()
+    )
+    await client.get_response(user(), opts(boom))
+    [invocation] = seen
+    assert invocation.ms == 250.0
+    assert isinstance(invocation.exception, RuntimeError)
+    assert str(invocation.exception) == "disk on fire"
+
+
+async def stream(client: FunctionInvokingChatClient, options: ChatOptions | None) -> list[Any]:
+    return [u async for u in client.get_streaming_response(user(), options)]
+
+
+async def test_streaming_without_options_returns_the_calls_unanswered() -> None:
+    recorded = Recorded(calls("add"), answer("never"))
+    updates = await stream(loop(FunctionChatClient(recorded)), None)
+    assert recorded.options == [None]
+    assert [c.name for u in updates for c in u.contents if isinstance(c, FunctionCallContent)] == [
+        "add"
+    ]
+
+
+@pytest.mark.parametrize("final_request", [True, False])
+async def test_streaming_stops_at_the_round_limit(final_request: bool) -> None:
+    recorded = Recorded(calls("add"), calls("add"), answer("out of rounds"))
+    options = opts(add)
+    client = loop(
+        FunctionChatClient(recorded), max_rounds=2, final_request_without_tools=final_request
+    )
+    updates = await stream(client, options)
+    tool_results = [u for u in updates if u.role == ChatRole.TOOL]
+    assert [u.contents[0].result for u in tool_results] == ["3", "3"]
+    assert recorded.options[:2] == [options, options]
+    if final_request:
+        final = recorded.options[2]
+        assert final is not None and final.tool_mode is not None
+        assert final.tool_mode.kind == "none" and final.tools == options.tools
+        assert updates[-1].text == "out of rounds"
+    else:
+        assert len(recorded.options) == 2 and recorded.replies == [answer("out of rounds")]
+
+
+@pytest.mark.parametrize(
+    ("terminate", "names", "requests", "results"),
+    [
+        (True, ["nope"], 1, []),
+        (True, ["add"], 2, ["3"]),
+        (False, ["nope"], 2, ['Error: there is no tool named "nope". Available tools: add.']),
+    ],
+)
+async def test_streaming_unknown_calls(
+    terminate: bool, names: list[str], requests: int, results: list[str]
+) -> None:
+    recorded = Recorded(calls(*names), answer("done"))
+    client = loop(FunctionChatClient(recorded), terminate_on_unknown_calls=terminate)
+    updates = await stream(client, opts(add))
+    assert len(recorded.options) == requests
+    assert [c.result for u in updates if u.role == ChatRole.TOOL for c in u.contents] == results

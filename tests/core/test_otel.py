@@ -3,10 +3,11 @@ from __future__ import annotations
 import pytest
 
 from loopkit import ChatClientBuilder, tool
+from tests.installed import import_or_unavailable
 
 from .helpers import call, opts, script, user
 
-sdk = pytest.importorskip("opentelemetry.sdk.trace")
+sdk = import_or_unavailable("opentelemetry.sdk.trace", install="the otel and dev extras")
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor  # noqa: E402
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import (  # noqa: E402
     InMemorySpanExporter,

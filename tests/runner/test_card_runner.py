@@ -4,12 +4,24 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from loopkit import Card, CardState, RunLog, Script, ScriptedChatClient, tool
+from loopkit import (
+    Card,
+    CardState,
+    ChatMessage,
+    ChatOptions,
+    ChatResponse,
+    DelegatingChatClient,
+    RunLog,
+    Script,
+    ScriptedChatClient,
+    tool,
+)
 from loopkit.mcp import MCPServerConfig
 from loopkit.runner import CardRunner, MCPToolSource, RunLimits
 from tests.mcp_client.helpers import SERVER_SCRIPT
@@ -185,3 +197,56 @@ async def test_mcp_command_that_does_not_exist(tmp_path: Path) -> None:
     assert outcome.result.status == "failed"
     assert "/nonexistent/loopkit-ui-server" in (outcome.result.reason or "")
     assert Card.load(tmp_path / "card.md").state is CardState.FAILED
+
+
+class StateWatchingModel(DelegatingChatClient):
+    """The scripted model, noting the card file's state each time it is asked (from inside the
+    run, as a model with file access would see it)."""
+
+    def __init__(self, inner: ScriptedChatClient, card_path: Path) -> None:
+        super().__init__(inner)
+        self.card_path = card_path
+        self.seen: list[str] = []
+
+    async def get_response(
+        self, messages: Sequence[ChatMessage], options: ChatOptions | None = None
+    ) -> ChatResponse:
+        self.seen.append(Card.load(self.card_path).state.value)
+        return await self.inner.get_response(messages, options)
+
+
+@pytest.mark.parametrize(
+    ("last", "final_state"),
+    [("RESULT: done", CardState.DONE), ("RESULT: failed: cannot", CardState.FAILED)],
+)
+async def test_the_card_is_in_work_while_the_model_runs(
+    tmp_path: Path, last: str, final_state: CardState
+) -> None:
+    """Seen from inside the run (a tool reading the card file, the model at each request), the
+    card is In Work; only the end of the run moves it to Done or Failed."""
+    path = card_file(tmp_path)
+    assert Card.load(path).state is CardState.NEW
+
+    @tool
+    def card_state() -> str:
+        """The card file's state, read from disk now."""
+        return Card.load(path).state.value
+
+    source = FunctionTools({})
+    source.tools = [card_state]
+    turns = [
+        {"calls": [{"name": "card_state", "arguments": {}, "expect": {"equals": "In Work"}}]},
+        {"text": f"Checked.\n{last}"},
+    ]
+    model = StateWatchingModel(ScriptedChatClient(Script.model_validate({"turns": turns})), path)
+    log_path = tmp_path / "run.jsonl"
+    with RunLog(log_path) as log:
+        outcome = await CardRunner(
+            model, instructions="Do the card.", sources=[source], log=log
+        ).run(Card.load(path))
+    tool_results = [e["data"]["result"] for e in events(log_path) if e["type"] == "tool"]
+    assert tool_results == ["In Work"]
+    assert model.seen == ["In Work", "In Work"]
+    assert outcome.card is not None and outcome.card.state is final_state
+    assert Card.load(path).state is final_state
+    assert events(log_path)[-1]["data"]["card_state"] == final_state.value

@@ -8,6 +8,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from tests.installed import unavailable
 from tools_helpers import Workspace, tool_by_name
 
 from loopkit.abstractions import ToolError
@@ -166,9 +167,10 @@ def test_every_description_says_when_to_call_it(workspace: Workspace) -> None:
     assert "before build_app" in tools["stop_app"]
 
 
-@pytest.mark.skipif(not EXAMPLE_APP.is_dir(), reason="the example invoice app is not there")
 async def test_demo_defaults_against_the_real_invoice_app(tmp_path: Path) -> None:
     """The defaults fit the demo: default build command reports the planted error's line."""
+    if not EXAMPLE_APP.is_dir():
+        unavailable(f"the example invoice app is not at {EXAMPLE_APP}")
     shutil.copytree(
         EXAMPLE_APP, tmp_path / "invoice_app", ignore=shutil.ignore_patterns("__pycache__")
     )

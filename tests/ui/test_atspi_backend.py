@@ -215,3 +215,18 @@ def test_drag_and_drop_reorders_a_list(backend: AtspiBackend) -> None:
     result = backend.drag_and_drop(L("first"), L("third"))
     assert result.success and result.action == "drag_and_drop"
     assert order() == ["second", "third", "first"]
+
+
+def test_a_window_that_opens_and_closes_within_one_action_is_reported(
+    backend: AtspiBackend,
+) -> None:
+    """The blink dialog is gone before the click's answer: comparing the windows before and
+    after sees nothing, the report must still name it as opened and closed."""
+    for count in (1, 2):
+        # The count label changes only after the dialog closed: the click waits for that.
+        result = backend.click(L("BlinkButton"), expect=Expectation(appear=[f"Blinks: {count}"]))
+        assert result.success, result
+        assert result.windows.count == 1 and result.active_dialog is None
+        assert [w.split(" #")[0] for w in result.windows.opened] == ["Blink"], result.windows
+        assert result.windows.closed == result.windows.opened
+    assert [w.title for w in backend.list_windows()] == ["Mini App"]

@@ -13,6 +13,7 @@ from loopkit_ui.backends.dbus_wire import (
     parse_message,
     split_signature,
 )
+from tests.installed import import_or_unavailable
 
 CASES = [
     ("s", ("hello",)),
@@ -48,7 +49,7 @@ def test_roundtrip(signature: str, values: tuple[object, ...]) -> None:
 
 @pytest.mark.parametrize(("signature", "values"), CASES)
 def test_body_matches_glib(signature: str, values: tuple[object, ...]) -> None:
-    gi = pytest.importorskip("gi")
+    gi = import_or_unavailable("gi", install="the ui extra (PyGObject)")
     gi.require_version("Gio", "2.0")
     from gi.repository import Gio, GLib
 

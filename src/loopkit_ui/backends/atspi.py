@@ -58,10 +58,10 @@ class AtspiBackend(AtspiCore):
         # whole cost of the call.
         start = self._op_start
         monitor = self.monitor
-        if self._op_windows is not None:
-            before_windows = {path for path, _ in self._op_windows}
-        else:
-            before_windows = set(self.reader.toplevels())
+        # The same visible-window read as "after" (a hidden top-level window is in neither), and
+        # with titles: a window that closes is named as it was, not by its object path.
+        before_info = dict(self._op_windows if self._op_windows is not None else self._windows())
+        before_windows = set(before_info)
         before_nodes = self._read_nodes()[0] if diff else None
         seq = monitor.seq
         refused = perform()
@@ -96,16 +96,18 @@ class AtspiBackend(AtspiCore):
         titles = {path: self._window_label(info) for path, info in windows}
         opened = [titles[p] for p in after - before_windows]
         closed = [p for p in before_windows - after]
-        # Windows that opened and closed again during the action show up only as events.
+        # Windows that opened and closed again during the action show up only as events; their
+        # label comes from the lookup index when a read saw them open (same "title #id" form).
         transient = {
-            e.path: e.window_title or "?"
+            e.path: self._transient_label(e.path, e.window_title)
             for e in monitor.since(seq)
             if e.kind in ("Window:Activate", "Window:Create")
             and e.path not in after
             and e.path not in before_windows
         }
         opened += list(transient.values())
-        closed_labels = [self._closed_label(p) for p in closed] + list(transient.values())
+        closed_labels = [self._window_label(before_info[p]) for p in closed]
+        closed_labels += list(transient.values())
         dialogs = [info for _, info in windows if info.is_dialog]
         active = next((d for d in dialogs if d.active), dialogs[-1] if dialogs else None)
         tree_diff = diff_trees(before_nodes, self._read_nodes()[0]) if before_nodes else None
@@ -121,11 +123,11 @@ class AtspiBackend(AtspiCore):
             detail=detail,
         )
 
-    def _closed_label(self, path: str) -> str:
+    def _transient_label(self, path: str, title: str | None = None) -> str:
         if self._index is not None and path in self._index.by_key:
             node = self._index.by_key[path]
             return node.name + (f" #{node.id}" if node.id else "")
-        return path.rsplit("/", 1)[-1]
+        return title or path.rsplit("/", 1)[-1]
 
     def _await_expectation(self, expect: Expectation) -> tuple[bool, str]:
         missing: list[str] = []

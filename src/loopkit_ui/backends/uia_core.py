@@ -176,6 +176,9 @@ class UIACore:
         self._app: AppInfo | None = None
         self._elements: dict[str, Any] = {}  # node key -> IUIAutomationElement (thread-bound)
         self._generation = -1
+        # During an action: every top-level window a read saw (key -> label), so a window that
+        # opened and closed again between "before" and "after" is still reported.
+        self._seen_windows: dict[str, str] | None = None
 
     # -- plumbing ----------------------------------------------------------------------------
 
@@ -289,17 +292,20 @@ class UIACore:
                     states.append("hidden")
                 if element.CachedHasKeyboardFocus:
                     states.append("focused")
-                nodes.append(
-                    TreeNode(
-                        key=key,
-                        parent=parent,
-                        depth=depth,
-                        role=_role(element.CachedControlType),
-                        name=element.CachedName or "",
-                        id=element.CachedAutomationId or None,
-                        states=states,
-                    )
+                node = TreeNode(
+                    key=key,
+                    parent=parent,
+                    depth=depth,
+                    role=_role(element.CachedControlType),
+                    name=element.CachedName or "",
+                    id=element.CachedAutomationId or None,
+                    states=states,
                 )
+                nodes.append(node)
+                if depth == 1 and self._seen_windows is not None:
+                    self._seen_windows.setdefault(
+                        key, node.name + (f" #{node.id}" if node.id else "")
+                    )
                 self._elements[key] = element
                 children = element.GetCachedChildren()
                 count = children.Length if children else 0
@@ -456,29 +462,36 @@ class UIACore:
         before_windows = {key: info for key, info in self._windows(auto)}
         before = self._read(auto)[0] if diff else None
         signature = self._signature(auto)
-        refused = perform()
-        success, effect, detail = True, "", None
-        if refused is not None:
-            success, effect, detail = False, "not carried out", refused
-        elif expect is not None and (expect.appear or expect.disappear):
-            success, effect = self._await(auto, expect)
-        elif verify is not None:
-            success, detail = self._poll(auto, verify, 2.0)
-            effect = "confirmed by reading back" if success else "not confirmed"
-        else:
-            changed = self._settle(auto, signature)
-            effect = (
-                "the tree changed, then settled"
-                if changed
-                else f"no change within {self.settle_first * 1000:.0f} ms "
-                "(the action may have had no effect)"
-            )
-        windows = self._windows(auto)
+        seen: dict[str, str] = {}
+        self._seen_windows = seen
+        try:
+            refused = perform()
+            success, effect, detail = True, "", None
+            if refused is not None:
+                success, effect, detail = False, "not carried out", refused
+            elif expect is not None and (expect.appear or expect.disappear):
+                success, effect = self._await(auto, expect)
+            elif verify is not None:
+                success, detail = self._poll(auto, verify, 2.0)
+                effect = "confirmed by reading back" if success else "not confirmed"
+            else:
+                changed = self._settle(auto, signature)
+                effect = (
+                    "the tree changed, then settled"
+                    if changed
+                    else f"no change within {self.settle_first * 1000:.0f} ms "
+                    "(the action may have had no effect)"
+                )
+            windows = self._windows(auto)
+        finally:
+            self._seen_windows = None
         after = dict(windows)
         label_of = {
             **{k: _label(i) for k, i in before_windows.items()},
             **{k: _label(i) for k, i in after.items()},
         }
+        # Seen by a read during the action, but neither before nor after it: opened and closed.
+        transient = [v for k, v in seen.items() if k not in before_windows and k not in after]
         dialogs = [info for _, info in windows if info.is_dialog]
         active = next((d for d in dialogs if d.active), dialogs[-1] if dialogs else None)
         return ActionResult(
@@ -490,8 +503,8 @@ class UIACore:
             active_dialog=_label(active) if active else None,
             windows=WindowReport(
                 count=len(windows),
-                opened=[label_of[k] for k in after if k not in before_windows],
-                closed=[label_of[k] for k in before_windows if k not in after],
+                opened=[label_of[k] for k in after if k not in before_windows] + transient,
+                closed=[label_of[k] for k in before_windows if k not in after] + transient,
             ),
             diff=diff_trees(before, self._read(auto)[0]) if before is not None else None,
             detail=detail,

@@ -1,5 +1,6 @@
-"""The conformance suite's fixtures: the invoice app, and the UI MCP server over stdio with one
-backend (parametrized: ``atspi`` on Linux under a headless desktop, ``uia`` on Windows).
+"""The conformance suite's fixtures: the invoice app and the small fixture app, and the UI MCP
+server over stdio with one backend: the one ``LOOPKIT_UI_BACKEND`` names, else the platform's
+(``atspi`` on Linux under a headless desktop, ``uia`` on Windows).
 
 Every test drives the real app through the real server process; nothing is faked.
 """
@@ -14,7 +15,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from _pytest.mark.structures import ParameterSet
 
+from loopkit_ui.backends import BACKEND_ENV, default_backend_name
 from loopkit_ui.session import HeadlessDesktop
 from loopkit_ui.testing import UIServerClient, desktop_available
 
@@ -22,18 +25,24 @@ REPO = Path(__file__).resolve().parents[3]
 EXAMPLES_DIR = REPO / "examples"
 
 _ON_WINDOWS = sys.platform == "win32"
-BACKENDS = [
-    pytest.param(
-        "atspi",
-        marks=pytest.mark.skipif(
-            _ON_WINDOWS or desktop_available() is not None,
-            reason="atspi needs Linux with Xvfb/D-Bus/AT-SPI",
-        ),
-    ),
-    pytest.param(
-        "uia", marks=pytest.mark.skipif(not _ON_WINDOWS, reason="uia needs Windows UI Automation")
-    ),
-]
+MINI_APP = Path(__file__).resolve().parents[1] / "fixtures" / "mini_app.py"
+
+
+def _backend_param(name: str) -> ParameterSet:
+    """The chosen backend always runs (and fails where it cannot); the other one is skipped.
+    Only a Linux machine without Xvfb skips the AT-SPI run, and not when
+    LOOPKIT_REQUIRE_DESKTOP says the desktop must be there."""
+    chosen = default_backend_name()  # LOOPKIT_UI_BACKEND, else the platform's
+    if name != chosen:
+        reason = f"this run checks the {chosen!r} backend ({BACKEND_ENV}, else the platform's)"
+        return pytest.param(name, marks=pytest.mark.skip(reason=reason))
+    missing = desktop_available() if name == "atspi" else None
+    if missing and not os.environ.get("LOOPKIT_REQUIRE_DESKTOP"):
+        return pytest.param(name, marks=pytest.mark.skip(reason=missing))
+    return pytest.param(name)
+
+
+BACKENDS = [_backend_param("atspi"), _backend_param("uia")]
 
 
 class Platform:
@@ -97,13 +106,48 @@ def app(platform: Platform, ui: UIServerClient, app_log: Path) -> Iterator[subpr
     env = platform.env({"INVOICE_APP_LOG": str(app_log), "PYTHONPATH": str(EXAMPLES_DIR)})
     proc = platform.spawn([sys.executable, "-m", "invoice_app"], env=env, cwd=EXAMPLES_DIR)
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            answer = ui.call("ui_get_element", target="AddItemButton")
-            if not answer.error:
-                break
-            assert proc.poll() is None, f"the invoice app exited with {proc.returncode}"
-            assert time.monotonic() < deadline, f"the app never showed up: {answer.text}"
+        wait_until_attached(ui, proc, "AddItemButton", "the invoice app")
+        yield proc
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(10)
+
+
+def wait_until_attached(
+    ui: UIServerClient, proc: subprocess.Popen[bytes], target: str, what: str
+) -> None:
+    """Poll until the server finds ``target`` in the freshly started app (or it died)."""
+    deadline = time.monotonic() + 30
+    while True:
+        answer = ui.call("ui_get_element", target=target)
+        if not answer.error:
+            return
+        assert proc.poll() is None, f"{what} exited with {proc.returncode}"
+        assert time.monotonic() < deadline, f"{what} never showed up: {answer.text}"
+
+
+@pytest.fixture(scope="module")
+def mini_ui(backend_name: str, platform: Platform, output_dir: Path) -> Iterator[UIServerClient]:
+    """The UI MCP server over stdio, attached lazily to whichever mini app is running."""
+    args = ["-m", "loopkit_ui.server", "--backend", backend_name, "--app-name", "mini_app",
+            "--output-dir", str(output_dir), "--attach-timeout", "10"]  # fmt: skip
+    client = UIServerClient(args, env=platform.env())
+    try:
+        yield client
+    finally:
+        client.close()
+
+
+@pytest.fixture
+def mini_app(platform: Platform, mini_ui: UIServerClient) -> Iterator[subprocess.Popen[bytes]]:
+    """A fresh mini app (tests/ui/fixtures/mini_app.py) for each test."""
+    proc = platform.spawn([sys.executable, str(MINI_APP)], env=platform.env(), cwd=MINI_APP.parent)
+    try:
+        wait_until_attached(mini_ui, proc, "BlinkButton", "the mini app")
         yield proc
     finally:
         proc.terminate()

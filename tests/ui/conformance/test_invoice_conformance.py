@@ -260,15 +260,15 @@ def test_missing_app_is_a_clear_error(backend_name: str, platform: Platform) -> 
     assert "application 'no_such_app' is not running" in answer.text
 
 
-@pytest.mark.skipif(sys.platform == "win32", reason="one transport check is enough")
-def test_streamable_http_transport(platform: Platform, app: object) -> None:
+def test_streamable_http_transport(backend_name: str, platform: Platform, app: object) -> None:
+    """The same server over streamable HTTP on loopback, with every backend (Windows too)."""
     import asyncio
 
     from mcp import Client
 
     server = subprocess.Popen(
         [sys.executable, "-m", "loopkit_ui.server", "--http", "127.0.0.1:0",
-         "--app-name", "invoice_app"],
+         "--backend", backend_name, "--app-name", "invoice_app"],
         env=platform.env(), stdout=subprocess.PIPE, text=True,
     )  # fmt: skip
     try:
