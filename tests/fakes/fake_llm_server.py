@@ -11,6 +11,11 @@ uses for the providers loopkit cares about:
   ``message_delta`` and ``message_stop``; usage carries ``cache_read_input_tokens`` and
   ``cache_creation_input_tokens``).
 
+Faults: a turn may break the connection instead of answering (:class:`Cut`): a TCP reset
+(``SO_LINGER`` 0, then close) or an orderly close before the status line, after the headers, after N
+SSE events, or part-way through a JSON body; or it may stall there for a while. Where the client
+cannot even connect, :func:`unaccepting_listener` gives an address whose connect phase hangs.
+
 It plays a queue of scripted :class:`Turn`\\ s, one per request, and records every request
 (headers without credentials, parsed JSON body) in :attr:`FakeLLMServer.requests`. A request that
 arrives when the queue is empty gets a 500 whose message says so, and is recorded as well, so a test
@@ -29,11 +34,13 @@ from __future__ import annotations
 
 import contextlib
 import json
+import socket
+import struct
 import threading
 import uuid
 from collections import deque
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal
 
@@ -73,6 +80,31 @@ class ScriptedUsage:
 
 
 @dataclass(frozen=True)
+class Cut:
+    """Where and how the server breaks the connection instead of finishing its answer.
+
+    ``events`` (streaming) is how many SSE events are sent before the cut, counted like a slice:
+    ``0`` cuts right after the headers, ``-1`` sends all but the last (``[DONE]`` or
+    ``message_stop``). ``body_bytes`` (non-streaming) is how many bytes of the JSON body are sent;
+    the headers announce the whole length, or (``announce_length`` False) none, so the body is
+    delimited by the close and the client sees EOF inside the JSON. With neither, the cut comes
+    before the status line. ``reset`` sends a TCP RST (``SO_LINGER`` 0, then close), otherwise the server closes in
+    order (FIN), as a proxy that gives up does. ``stall`` waits that many seconds at the cut point
+    first (cut short when the server stops).
+    """
+
+    events: int | None = None
+    body_bytes: int | None = None
+    reset: bool = True
+    stall: float = 0.0
+    announce_length: bool = True
+
+    @property
+    def before_headers(self) -> bool:
+        return self.events is None and self.body_bytes is None
+
+
+@dataclass(frozen=True)
 class Turn:
     """One scripted response: a model reply (text and/or tool calls) or a failure.
 
@@ -94,6 +126,10 @@ class Turn:
     delay: float = 0.0
     #: Split every text and argument string into this many stream deltas (streaming only).
     stream_pieces: int = 3
+    #: Break the connection instead of finishing the answer (see :class:`Cut`).
+    cut: Cut | None = None
+    #: Non-streaming: send the body in ``pieces`` parts, ``pause`` seconds apart.
+    trickle: tuple[float, int] | None = None
 
     # -- constructors -------------------------------------------------------------------------
     @classmethod
@@ -154,9 +190,34 @@ class Turn:
         return cls.error(529, "overloaded_error", "Overloaded")
 
     @classmethod
-    def malformed(cls, body: str = '{"id": "x", "choices": [{"mess', status: int = 200) -> Turn:
-        """A body that is not the JSON the format promises."""
+    def malformed(cls, body: str = "<html>this is not JSON</html>", status: int = 200) -> Turn:
+        """A body that is not the JSON the format promises (sent whole, with its length)."""
         return cls(status=status, raw_body=body)
+
+    def reset_before_headers(self, *, reset: bool = True) -> Turn:
+        """This turn, but the server reads the request and drops the connection unanswered."""
+        return replace(self, cut=Cut(reset=reset))
+
+    def cut_after(self, events: int, *, reset: bool = True) -> Turn:
+        """This turn streamed, but the connection breaks after ``events`` SSE events."""
+        return replace(self, cut=Cut(events=events, reset=reset))
+
+    def truncated(
+        self, body_bytes: int, *, reset: bool = False, announce_length: bool = True
+    ) -> Turn:
+        """This turn answered without streaming, but only ``body_bytes`` of its JSON arrive."""
+        cut = Cut(body_bytes=body_bytes, reset=reset, announce_length=announce_length)
+        return replace(self, cut=cut)
+
+    def trickled(self, pause: float, pieces: int = 4) -> Turn:
+        """This turn answered without streaming, its body sent in ``pieces`` parts with ``pause``
+        seconds between them (each wait shorter than a read timeout, the whole longer)."""
+        return replace(self, trickle=(pause, pieces))
+
+    def stall_after(self, events: int, seconds: float) -> Turn:
+        """This turn streamed, but the server goes silent after ``events`` events for
+        ``seconds`` (then closes)."""
+        return replace(self, cut=Cut(events=events, reset=False, stall=seconds))
 
     @property
     def is_failure(self) -> bool:
@@ -439,24 +500,71 @@ class _Handler(BaseHTTPRequestHandler):
         if turn.delay and owner._stopping.wait(turn.delay):
             return  # server shutting down: drop the connection
         model = body.get("model", "fake-model") if isinstance(body, dict) else "fake-model"
-        if turn.raw_body is not None:
+        if turn.cut is not None and turn.cut.before_headers:
+            self._break(turn.cut)
+        elif turn.raw_body is not None:
             self._send_raw(turn.status, turn.raw_body.encode(), "application/json", turn.headers)
         elif turn.status >= 400:
             self._send_error(fmt, turn)
         elif isinstance(body, dict) and body.get("stream"):
             self._stream(fmt, turn, model, body)
-        elif fmt == "openai":
-            self._send_json(200, openai_body(turn, model), turn.headers)
         else:
-            self._send_json(200, anthropic_body(turn, model), turn.headers)
+            payload = openai_body(turn, model) if fmt == "openai" else anthropic_body(turn, model)
+            data = json.dumps(payload).encode()
+            if turn.cut is not None and turn.cut.body_bytes is not None:
+                length: int | None = len(data) if turn.cut.announce_length else None
+                self._send_raw(
+                    200,
+                    data[: turn.cut.body_bytes],
+                    "application/json",
+                    turn.headers,
+                    length=length,
+                )
+                self._break(turn.cut)
+            elif turn.trickle is not None:
+                pause, pieces = turn.trickle
+                size = -(-len(data) // max(1, pieces))
+                self._send_raw(200, b"", "application/json", turn.headers, length=len(data))
+                for start in range(0, len(data), size):
+                    if start and owner._stopping.wait(pause):
+                        return
+                    self.wfile.write(data[start : start + size])
+                    self.wfile.flush()
+            else:
+                self._send_raw(200, data, "application/json", turn.headers)
+
+    def _break(self, cut: Cut) -> None:
+        """Stall if asked, then reset or close the connection (the handler then just returns)."""
+        self.close_connection = True
+        if cut.stall and self.server.owner._stopping.wait(cut.stall):
+            pass  # server shutting down: close now
+        with contextlib.suppress(OSError):
+            self.wfile.flush()
+            if cut.reset:
+                # SO_LINGER on with a zero timeout: close() sends RST instead of FIN.
+                self.connection.setsockopt(
+                    socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0)
+                )
+            else:
+                self.connection.shutdown(socket.SHUT_RDWR)
+            self.connection.close()
 
     # -- writing --------------------------------------------------------------------------------
     def _send_raw(
-        self, status: int, data: bytes, content_type: str, headers: dict[str, str] | None = None
+        self,
+        status: int,
+        data: bytes,
+        content_type: str,
+        headers: dict[str, str] | None = None,
+        *,
+        length: int | Literal["auto"] | None = "auto",
     ) -> None:
+        """Status, headers and ``data``; ``length`` is the announced Content-Length (``None``:
+        no header, the body ends with the connection)."""
         self.send_response(status)
         self.send_header("content-type", content_type)
-        self.send_header("content-length", str(len(data)))
+        if length is not None:
+            self.send_header("content-length", str(len(data) if length == "auto" else length))
         for k, v in (headers or {}).items():
             self.send_header(k, v)
         self.end_headers()
@@ -483,10 +591,15 @@ class _Handler(BaseHTTPRequestHandler):
             events = [*events, "data: [DONE]\n\n"]
         else:
             events = [f"event: {e}\ndata: {d}\n\n" for e, d in anthropic_stream(turn, model)]
+        cut = turn.cut
+        if cut is not None and cut.events is not None:
+            events = list(events)[: cut.events]
         for event in events:
             self.wfile.write(event.encode())
             self.wfile.flush()
         self.close_connection = True
+        if cut is not None:
+            self._break(cut)
 
 
 class _HTTPServer(ThreadingHTTPServer):
@@ -602,3 +715,30 @@ class FakeLLMServer:
         """The JSON bodies of all requests so far."""
         with self._lock:
             return [r.body for r in self.requests]
+
+
+@contextlib.contextmanager
+def unaccepting_listener() -> Iterator[str]:
+    """A ``http://127.0.0.1:PORT`` whose TCP connect phase hangs, for connect timeouts.
+
+    The socket listens with a backlog of 0 and never accepts; once the kernel's accept queue is
+    full (filled here by a few connections that are never accepted), Linux drops further SYNs, so
+    a client's ``connect()`` waits (retransmitting its SYN) until its own timeout.
+    """
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    fillers: list[socket.socket] = []
+    try:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(0)
+        port = int(listener.getsockname()[1])
+        for _ in range(8):
+            filler = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            filler.setblocking(False)
+            fillers.append(filler)
+            with contextlib.suppress(BlockingIOError):
+                filler.connect(("127.0.0.1", port))
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        for filler in fillers:
+            filler.close()
+        listener.close()
