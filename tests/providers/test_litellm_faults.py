@@ -189,10 +189,12 @@ async def test_non_streaming_fault_is_classified_and_retried_only_when_retryable
     if fault.retryable:
         assert (await client.get_response(ask())).text == "Recovered."
         assert len(wire.server.requests) == 2
+        assert len(waits) == 1
     else:
         with pytest.raises(ProviderError, match="malformed response body"):
             await client.get_response(ask())
         assert len(wire.server.requests) == 1
+        assert waits == []
 
 
 async def test_truncated_body_says_the_connection_broke(openai_wire: Wire) -> None:

@@ -190,9 +190,7 @@ _TIMEOUT_TYPES = frozenset(
     {"APITimeoutError", "TimeoutException", "Timeout", "TimeoutError", "ServerTimeoutError"}
 )
 #: The connection could not be made at all.
-_CONNECT_TYPES = frozenset(
-    {"ConnectError", "ClientConnectorError", "ConnectionRefusedError"}
-)
+_CONNECT_TYPES = frozenset({"ConnectError", "ClientConnectorError", "ConnectionRefusedError"})
 #: The connection was made and then broke: reset, closed early, body shorter than announced.
 _BROKEN_TYPES = frozenset(
     {
