@@ -128,7 +128,8 @@ class Turn:
     stream_pieces: int = 3
     #: Break the connection instead of finishing the answer (see :class:`Cut`).
     cut: Cut | None = None
-    #: Non-streaming: send the body in ``pieces`` parts, ``pause`` seconds apart.
+    #: ``(pause, pieces)``: send the body in ``pieces`` parts (streamed: each event) ``pause``
+    #: seconds apart.
     trickle: tuple[float, int] | None = None
 
     # -- constructors -------------------------------------------------------------------------
@@ -210,8 +211,8 @@ class Turn:
         return replace(self, cut=cut)
 
     def trickled(self, pause: float, pieces: int = 4) -> Turn:
-        """This turn answered without streaming, its body sent in ``pieces`` parts with ``pause``
-        seconds between them (each wait shorter than a read timeout, the whole longer)."""
+        """This turn sent slowly: without streaming, its body in ``pieces`` parts with ``pause``
+        seconds between them; streamed, ``pause`` seconds between any two SSE events."""
         return replace(self, trickle=(pause, pieces))
 
     def stall_after(self, events: int, seconds: float) -> Turn:
@@ -594,7 +595,10 @@ class _Handler(BaseHTTPRequestHandler):
         cut = turn.cut
         if cut is not None and cut.events is not None:
             events = list(events)[: cut.events]
-        for event in events:
+        pause = turn.trickle[0] if turn.trickle is not None else 0.0
+        for index, event in enumerate(events):
+            if index and pause and self.server.owner._stopping.wait(pause):
+                return
             self.wfile.write(event.encode())
             self.wfile.flush()
         self.close_connection = True

@@ -14,10 +14,13 @@ retrying, raised without litellm's exception attached (``__cause__`` and ``__con
 empty): that exception may carry the API key in its message, attributes or request.
 
 ``timeout`` bounds a non-streaming request as a whole (connect, headers and body), and a streaming
-one until its response starts and then between any two chunks: a stream that goes on delivering is
-not cut off, one that goes silent is. A stream that breaks off (reset, closed, truncated, ended
-without the provider's finish) is an error, never an empty answer: retryable while nothing was
-handed to the caller, otherwise not (a half-delivered answer cannot be replayed).
+one until its response starts and then any silence on the connection: a stream that goes on
+delivering is not cut off, one that goes silent is. The first request of a process also spends
+up to about a second in litellm's lazy set-up, which counts against it.
+
+A stream that breaks off (reset, closed, truncated, ended without the provider's finish) is an
+error, never an empty answer: retryable while nothing was handed to the caller, otherwise not (a
+half-delivered answer cannot be replayed).
 """
 
 from __future__ import annotations
@@ -66,8 +69,8 @@ __all__ = [
     "start_background_import",
 ]
 
-#: Seconds a request may take (a stream: until it starts, then between chunks) before it fails as
-#: a (retryable) timeout.
+#: Seconds a request may take (a stream: until it starts, then any silence) before it fails as a
+#: (retryable) timeout.
 DEFAULT_TIMEOUT = 120.0
 
 #: Defaults set before importing litellm (see the module docstring); existing values win.
@@ -317,10 +320,10 @@ class LiteLLMChatClient:
         progress = _StreamProgress()
         while True:
             try:
-                # A stream that goes silent for longer than the timeout is cut here, whatever
-                # litellm's transport does with its own read timeout.
-                async with asyncio.timeout(self.timeout):
-                    chunk = await anext(chunks)
+                # No deadline of our own here: litellm drops events that carry nothing for the
+                # caller (Anthropic's pings), so only its transport sees that data still flows.
+                # Its read timeout (``timeout`` per read) cuts a stream that goes silent.
+                chunk = await anext(chunks)
             except StopAsyncIteration:
                 break
             except asyncio.CancelledError:
