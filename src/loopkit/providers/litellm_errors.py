@@ -33,8 +33,9 @@ _MAX_DETAIL = 600
 _KEY_PATTERNS = (
     # provider keys: OpenAI/Anthropic sk-..., sk-ant-..., sk-proj-...; pk-/rk- alike
     re.compile(r"()\b(?:sk|pk|rk)-[A-Za-z0-9_\-]{8,}"),
-    # Authorization schemes with any whitespace (tabs, several spaces, a line break)
-    re.compile(r"(?i)\b((?:bearer|basic|token)\s+)[A-Za-z0-9._~+/=\-]{8,}"),
+    # Authorization schemes with any whitespace (tabs, several spaces, a line break), also as
+    # JSON escapes (a provider's raw error body quoted in litellm's message)
+    re.compile(r"(?i)\b((?:bearer|basic|token)(?:\s|\\[tnr])+)[A-Za-z0-9._~+/=\-]{8,}"),
     # key-ish labels followed by a value: api_key=..., "x-api-key": "...", password: ...
     re.compile(
         r"(?i)((?:x-)?(?:api[-_]?key|access[-_]?token|auth[-_]?token|secret[-_]?key|client[-_]?secret"
