@@ -128,6 +128,9 @@ class Turn:
     stream_pieces: int = 3
     #: Break the connection instead of finishing the answer (see :class:`Cut`).
     cut: Cut | None = None
+    #: Streamed: after this many events, an in-band error event (``error_type``, ``error_message``)
+    #: and the end of the stream, as Anthropic does when it overloads mid-answer.
+    error_after_events: int | None = None
     #: ``(pause, pieces)``: send the body in ``pieces`` parts (streamed: each event) ``pause``
     #: seconds apart.
     trickle: tuple[float, int] | None = None
@@ -214,6 +217,15 @@ class Turn:
         """This turn sent slowly: without streaming, its body in ``pieces`` parts with ``pause``
         seconds between them; streamed, ``pause`` seconds between any two SSE events."""
         return replace(self, trickle=(pause, pieces))
+
+    def error_event_after(
+        self, events: int, error_type: str = "overloaded_error", message: str = "Overloaded"
+    ) -> Turn:
+        """This turn streamed, but after ``events`` events the server sends an error event
+        (Anthropic: ``event: error``; OpenAI format: a ``data:`` line with an ``error`` object)."""
+        return replace(
+            self, error_after_events=events, error_type=error_type, error_message=message
+        )
 
     def stall_after(self, events: int, seconds: float) -> Turn:
         """This turn streamed, but the server goes silent after ``events`` events for
@@ -595,6 +607,12 @@ class _Handler(BaseHTTPRequestHandler):
         cut = turn.cut
         if cut is not None and cut.events is not None:
             events = list(events)[: cut.events]
+        if turn.error_after_events is not None:
+            if fmt == "openai":
+                error_event = f"data: {json.dumps(openai_error(turn))}\n\n"
+            else:
+                error_event = f"event: error\ndata: {json.dumps(anthropic_error(turn))}\n\n"
+            events = [*list(events)[: turn.error_after_events], error_event]
         pause = turn.trickle[0] if turn.trickle is not None else 0.0
         for index, event in enumerate(events):
             if index and pause and self.server.owner._stopping.wait(pause):

@@ -90,6 +90,17 @@ STREAM_FAULTS = [
         lambda f: Turn.reply(TEXT).cut_after(WITHOUT_FINISH[f], reset=False),
         False,
     ),
+    # The provider reports an error inside the stream (Anthropic's mid-answer overload).
+    Fault(
+        "error-event-before-content",
+        lambda f: Turn.reply(TEXT).error_event_after(BEFORE_CONTENT[f]),
+        True,
+    ),
+    Fault(
+        "error-event-after-text",
+        lambda f: Turn.reply(TEXT).error_event_after(AFTER_TWO_DELTAS[f]),
+        False,
+    ),
 ]
 
 BODY_FAULTS = [

@@ -352,7 +352,7 @@ class LiteLLMChatClient:
             if classified.status_code is not None and not progress.delivered:
                 return classified  # an HTTP error the provider sent inside the stream
             silent = f"went silent for {self.timeout:g} s (timed out)"
-            what = silent if is_timeout(error) else "was cut off"
+            what = silent if is_timeout(error) else "broke off"
             detail = describe(error, [self._api_key])
             status, retry_after = classified.status_code, classified.retry_after
         else:
