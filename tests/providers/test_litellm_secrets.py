@@ -205,3 +205,6 @@ def test_redact_covers_json_escaped_whitespace_and_keeps_labels() -> None:
     assert "abcDEF123456ghiJKL789" not in redact(text)
     assert "Bearer" in redact(text)
     assert redact("nothing secret here, 12345678") == "nothing secret here, 12345678"
+    # An auth scheme followed by a word is prose, not a credential.
+    assert redact("Basic authentication failed") == "Basic authentication failed"
+    assert "AbCdEfGhIjKl" not in redact("Authorization: Basic AbCdEfGhIjKl")

@@ -33,9 +33,6 @@ _MAX_DETAIL = 600
 _KEY_PATTERNS = (
     # provider keys: OpenAI/Anthropic sk-..., sk-ant-..., sk-proj-...; pk-/rk- alike
     re.compile(r"()\b(?:sk|pk|rk)-[A-Za-z0-9_\-]{8,}"),
-    # Authorization schemes with any whitespace (tabs, several spaces, a line break), also as
-    # JSON escapes (a provider's raw error body quoted in litellm's message)
-    re.compile(r"(?i)\b((?:bearer|basic|token)(?:\s|\\[tnr])+)[A-Za-z0-9._~+/=\-]{8,}"),
     # key-ish labels followed by a value: api_key=..., "x-api-key": "...", password: ...
     re.compile(
         r"(?i)((?:x-)?(?:api[-_]?key|access[-_]?token|auth[-_]?token|secret[-_]?key|client[-_]?secret"
@@ -56,6 +53,10 @@ _KEY_PATTERNS = (
     re.compile(r"()\bAIza[0-9A-Za-z_\-]{30,}"),  # Google API key
     re.compile(r"()\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*"),  # JWT
 )
+#: Authorization schemes with any whitespace (tabs, several spaces, a line break), also as JSON
+#: escapes (a provider's raw error body quoted in litellm's message). The value is replaced only
+#: if it looks like a credential, so that "basic authentication failed" stays readable.
+_AUTH_SCHEME = re.compile(r"(?i)\b((?:bearer|basic)(?:\s|\\[tnr])+)([A-Za-z0-9._~+/=\-]{8,})")
 #: Environment variables whose values are secrets: names containing one of these words.
 _SECRET_NAME = re.compile(r"(?i)KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|(?:^|_)PAT(?:_|$)")
 #: Shorter values are too likely to occur by chance ("1", "true") to be replaced everywhere.
@@ -166,9 +167,21 @@ def redact(text: str, secrets: Iterable[str | None] = (), *, environ: bool = Tru
     # Longest first, so a secret that contains another is replaced whole.
     for secret in sorted(set(known), key=len, reverse=True):
         text = text.replace(secret, "***")
+    text = _AUTH_SCHEME.sub(
+        lambda m: m.group(1) + "***" if _looks_like_credential(m.group(2)) else m.group(0), text
+    )
     for pattern in _KEY_PATTERNS:
         text = pattern.sub(lambda m: m.group(1) + "***", text)
     return text
+
+
+def _looks_like_credential(value: str) -> bool:
+    """A token rather than a word: it has a digit or a symbol, or capitals after its first
+    letter."""
+    rest = value[1:]
+    return any(c.isdigit() or c in "+/=_-." for c in value) or (
+        any(c.isupper() for c in rest) and any(c.islower() for c in value)
+    )
 
 
 def describe(error: BaseException, secrets: Iterable[str | None] = ()) -> str:
