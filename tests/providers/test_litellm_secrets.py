@@ -208,3 +208,22 @@ def test_redact_covers_json_escaped_whitespace_and_keeps_labels() -> None:
     # An auth scheme followed by a word is prose, not a credential.
     assert redact("Basic authentication failed") == "Basic authentication failed"
     assert "AbCdEfGhIjKl" not in redact("Authorization: Basic AbCdEfGhIjKl")
+
+
+async def test_secret_named_extra_arguments_are_redacted_too(openai_wire: Wire) -> None:
+    """Keys passed as extra litellm arguments (``aws_secret_access_key=``, a proxy's token) are
+    known secrets as well."""
+    token = "plain-words-but-secret-1"  # no credential shape: only its name marks it
+    openai_wire.server.enqueue(Turn.error(401, "authentication_error", f"bad token {token}"))
+    client = openai_wire.client(extra_headers={"x-proxy": "1"}, proxy_auth_token=token)
+    error = await fail(client, stream=False)
+    assert error.status_code == 401
+    assert_clean(error, token)
+
+
+def test_client_repr_shows_no_key_nor_url_password() -> None:
+    client = LiteLLMChatClient(
+        "openai/x", api_base="http://admin:Hunter2Passw0rd@127.0.0.1:9/v1", api_key=PLAIN_KEY
+    )
+    assert "Hunter2Passw0rd" not in repr(client) and PLAIN_KEY not in repr(client)
+    assert "127.0.0.1:9/v1" in repr(client)

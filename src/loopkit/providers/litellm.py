@@ -48,7 +48,13 @@ from loopkit.abstractions.content import (
     UsageContent,
 )
 from loopkit.errors import ProviderError
-from loopkit.providers.litellm_errors import classify, describe, is_timeout
+from loopkit.providers.litellm_errors import (
+    classify,
+    describe,
+    is_timeout,
+    redact,
+    secret_values,
+)
 from loopkit.providers.litellm_mapping import (
     add_cache_breakpoints,
     attr,
@@ -192,9 +198,13 @@ class LiteLLMChatClient:
         self.extra = dict(extra)
 
     def __repr__(self) -> str:
-        # Never show the key.
-        base = f", api_base={self.api_base!r}" if self.api_base else ""
+        # Never show the key, nor a password in api_base.
+        base = f", api_base={redact(self.api_base, self._secrets())!r}" if self.api_base else ""
         return f"LiteLLMChatClient({self.model!r}{base})"
+
+    def _secrets(self) -> list[str | None]:
+        """What this client knows to be secret: its key and secret-named extra arguments."""
+        return [self._api_key, *secret_values(self.extra)]
 
     # -- request -----------------------------------------------------------------------------
     def build_request(
@@ -234,7 +244,7 @@ class LiteLLMChatClient:
             model=model,
             provider=_provider_of(model),
             timeout=self.timeout,
-            secrets=[self._api_key],
+            secrets=self._secrets(),
         )
 
     # -- ChatClient ---------------------------------------------------------------------------
@@ -353,7 +363,7 @@ class LiteLLMChatClient:
                 return classified  # an HTTP error the provider sent inside the stream
             silent = f"went silent for {self.timeout:g} s (timed out)"
             what = silent if is_timeout(error) else "broke off"
-            detail = describe(error, [self._api_key])
+            detail = describe(error, self._secrets())
             status, retry_after = classified.status_code, classified.retry_after
         else:
             what = "ended without the provider's finish (no finish reason, no usage)"

@@ -153,8 +153,18 @@ def secret_env_values(environ: Mapping[str, str] | None = None) -> list[str]:
     """Values of environment variables whose names say they hold a secret (``*KEY*``,
     ``*TOKEN*``, ``*SECRET*``, ``*PASSWORD*``, ``*PASSWD*``, ``*CREDENTIAL*``, a ``PAT`` word),
     read now: litellm takes provider keys from such variables when no ``api_key`` is given."""
-    env = os.environ if environ is None else environ
-    found = {v for k, v in env.items() if _SECRET_NAME.search(k) and len(v) >= _MIN_SECRET_LENGTH}
+    return secret_values(os.environ if environ is None else environ)
+
+
+def secret_values(named: Mapping[str, object]) -> list[str]:
+    """The string values in ``named`` whose names say they hold a secret (see
+    :func:`secret_env_values`), e.g. the extra arguments of a client (``aws_secret_access_key``),
+    longest first."""
+    found = {
+        v
+        for k, v in named.items()
+        if isinstance(v, str) and _SECRET_NAME.search(k) and len(v) >= _MIN_SECRET_LENGTH
+    }
     return sorted(found, key=len, reverse=True)
 
 
