@@ -170,3 +170,9 @@ async def test_retry_warning_redacts_what_the_error_says(
         await client.get_response(user())
     assert "rate limited for key" in caplog.text
     assert secret not in caplog.text
+
+
+def test_use_retries_refuses_a_policy_and_policy_fields_together() -> None:
+    # Before, the fields were silently dropped when a policy was given.
+    with pytest.raises(TypeError, match="not both"):
+        ChatClientBuilder(flaky()).use_retries(RetryPolicy(), max_attempts=9)
