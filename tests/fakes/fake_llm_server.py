@@ -16,6 +16,9 @@ Faults: a turn may break the connection instead of answering (:class:`Cut`): a T
 SSE events, or part-way through a JSON body; or it may stall there for a while. Where the client
 cannot even connect, :func:`unaccepting_listener` gives an address whose connect phase hangs.
 
+The script (:class:`Turn`, :class:`Cut`) lives in :mod:`tests.fakes.llm_script`, the two wire
+formats in :mod:`tests.fakes.llm_wire_formats`; this module re-exports the script's names.
+
 It plays a queue of scripted :class:`Turn`\\ s, one per request, and records every request
 (headers without credentials, parsed JSON body) in :attr:`FakeLLMServer.requests`. A request that
 arrives when the queue is empty gets a 500 whose message says so, and is recorded as well, so a test
@@ -37,204 +40,35 @@ import json
 import socket
 import struct
 import threading
-import uuid
 from collections import deque
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal
 
-WireFormat = Literal["openai", "anthropic"]
+from tests.fakes.llm_script import Cut, ScriptedToolCall, ScriptedUsage, Turn, WireFormat
+from tests.fakes.llm_wire_formats import (
+    anthropic_body,
+    anthropic_error,
+    anthropic_stream,
+    openai_body,
+    openai_error,
+    openai_stream,
+)
+
+__all__ = [
+    "Cut",
+    "FakeLLMServer",
+    "RecordedRequest",
+    "ScriptedToolCall",
+    "ScriptedUsage",
+    "Turn",
+    "WireFormat",
+    "unaccepting_listener",
+]
 
 #: Headers that carry credentials; they are never recorded.
 _SECRET_HEADERS = frozenset({"authorization", "x-api-key", "api-key", "proxy-authorization"})
-
-
-@dataclass(frozen=True)
-class ScriptedToolCall:
-    """One tool call the fake model makes. ``arguments`` may be a raw string (e.g. invalid JSON)."""
-
-    name: str
-    arguments: dict[str, Any] | str = field(default_factory=dict)
-    id: str = field(default_factory=lambda: f"call_{uuid.uuid4().hex[:12]}")
-
-    @property
-    def arguments_json(self) -> str:
-        if isinstance(self.arguments, str):
-            return self.arguments
-        return json.dumps(self.arguments)
-
-
-@dataclass(frozen=True)
-class ScriptedUsage:
-    """Token counts in Anthropic's terms: ``input_tokens`` excludes cache reads and writes.
-
-    For the OpenAI format the server reports ``prompt_tokens = input + cache_read + cache_creation``
-    and ``prompt_tokens_details.cached_tokens = cache_read`` (OpenAI has no cache-write count).
-    """
-
-    input_tokens: int = 10
-    output_tokens: int = 5
-    cache_read_input_tokens: int = 0
-    cache_creation_input_tokens: int = 0
-
-
-@dataclass(frozen=True)
-class Cut:
-    """Where and how the server breaks the connection instead of finishing its answer.
-
-    ``events`` (streaming) is how many SSE events are sent before the cut, counted like a slice:
-    ``0`` cuts right after the headers, ``-1`` sends all but the last (``[DONE]`` or
-    ``message_stop``). ``body_bytes`` (non-streaming) is how many bytes of the JSON body are sent;
-    the headers announce the whole length, or (``announce_length`` False) none, so the body is
-    delimited by the close and the client sees EOF inside the JSON. With neither, the cut comes
-    before the status line. ``reset`` sends a TCP RST (``SO_LINGER`` 0, then close), otherwise the server closes in
-    order (FIN), as a proxy that gives up does. ``stall`` waits that many seconds at the cut point
-    first (cut short when the server stops).
-    """
-
-    events: int | None = None
-    body_bytes: int | None = None
-    reset: bool = True
-    stall: float = 0.0
-    announce_length: bool = True
-
-    @property
-    def before_headers(self) -> bool:
-        return self.events is None and self.body_bytes is None
-
-
-@dataclass(frozen=True)
-class Turn:
-    """One scripted response: a model reply (text and/or tool calls) or a failure.
-
-    Build them with the class methods: :meth:`reply`, :meth:`tool_call`, :meth:`calls`,
-    :meth:`error`, :meth:`rate_limited`, :meth:`overloaded`, :meth:`malformed`; any turn may carry a
-    ``delay`` (seconds before the server answers, e.g. longer than the client's timeout).
-    """
-
-    text: str | None = None
-    tool_calls: tuple[ScriptedToolCall, ...] = ()
-    usage: ScriptedUsage = field(default_factory=ScriptedUsage)
-    #: For a reply: overrides the natural stop reason. For an error: the HTTP status.
-    status: int = 200
-    error_type: str | None = None
-    error_message: str | None = None
-    headers: dict[str, str] = field(default_factory=dict)
-    #: Sent verbatim as the body (a malformed response), with status ``status``.
-    raw_body: str | None = None
-    delay: float = 0.0
-    #: Split every text and argument string into this many stream deltas (streaming only).
-    stream_pieces: int = 3
-    #: Break the connection instead of finishing the answer (see :class:`Cut`).
-    cut: Cut | None = None
-    #: Streamed: after this many events, an in-band error event (``error_type``, ``error_message``)
-    #: and the end of the stream, as Anthropic does when it overloads mid-answer.
-    error_after_events: int | None = None
-    #: ``(pause, pieces)``: send the body in ``pieces`` parts (streamed: each event) ``pause``
-    #: seconds apart.
-    trickle: tuple[float, int] | None = None
-
-    # -- constructors -------------------------------------------------------------------------
-    @classmethod
-    def reply(cls, text: str, *, usage: ScriptedUsage | None = None, delay: float = 0.0) -> Turn:
-        """A plain text answer."""
-        return cls(text=text, usage=usage or ScriptedUsage(), delay=delay)
-
-    @classmethod
-    def tool_call(
-        cls,
-        name: str,
-        arguments: dict[str, Any] | str | None = None,
-        *,
-        call_id: str | None = None,
-        text: str | None = None,
-        usage: ScriptedUsage | None = None,
-    ) -> Turn:
-        """One tool call, optionally preceded by text."""
-        args = {} if arguments is None else arguments
-        call = ScriptedToolCall(name, args, call_id) if call_id else ScriptedToolCall(name, args)
-        return cls(text=text, tool_calls=(call,), usage=usage or ScriptedUsage())
-
-    @classmethod
-    def calls(
-        cls,
-        *calls: ScriptedToolCall,
-        text: str | None = None,
-        usage: ScriptedUsage | None = None,
-    ) -> Turn:
-        """Several tool calls in one turn."""
-        return cls(text=text, tool_calls=tuple(calls), usage=usage or ScriptedUsage())
-
-    @classmethod
-    def error(
-        cls,
-        status: int,
-        error_type: str = "api_error",
-        message: str = "scripted failure",
-        *,
-        headers: dict[str, str] | None = None,
-    ) -> Turn:
-        """An HTTP error with the provider's JSON error body."""
-        return cls(
-            status=status, error_type=error_type, error_message=message, headers=headers or {}
-        )
-
-    @classmethod
-    def rate_limited(cls, retry_after: str | float = 1) -> Turn:
-        """A 429 with a ``Retry-After`` header (seconds or an HTTP date)."""
-        value = retry_after if isinstance(retry_after, str) else f"{retry_after:g}"
-        return cls.error(
-            429, "rate_limit_error", "rate limit exceeded", headers={"retry-after": value}
-        )
-
-    @classmethod
-    def overloaded(cls) -> Turn:
-        """Anthropic's 529 ``overloaded_error``."""
-        return cls.error(529, "overloaded_error", "Overloaded")
-
-    @classmethod
-    def malformed(cls, body: str = "<html>this is not JSON</html>", status: int = 200) -> Turn:
-        """A body that is not the JSON the format promises (sent whole, with its length)."""
-        return cls(status=status, raw_body=body)
-
-    def reset_before_headers(self, *, reset: bool = True) -> Turn:
-        """This turn, but the server reads the request and drops the connection unanswered."""
-        return replace(self, cut=Cut(reset=reset))
-
-    def cut_after(self, events: int, *, reset: bool = True) -> Turn:
-        """This turn streamed, but the connection breaks after ``events`` SSE events."""
-        return replace(self, cut=Cut(events=events, reset=reset))
-
-    def truncated(
-        self, body_bytes: int, *, reset: bool = False, announce_length: bool = True
-    ) -> Turn:
-        """This turn answered without streaming, but only ``body_bytes`` of its JSON arrive."""
-        cut = Cut(body_bytes=body_bytes, reset=reset, announce_length=announce_length)
-        return replace(self, cut=cut)
-
-    def trickled(self, pause: float, pieces: int = 4) -> Turn:
-        """This turn sent slowly: without streaming, its body in ``pieces`` parts with ``pause``
-        seconds between them; streamed, ``pause`` seconds between any two SSE events."""
-        return replace(self, trickle=(pause, pieces))
-
-    def error_event_after(
-        self, events: int, error_type: str = "overloaded_error", message: str = "Overloaded"
-    ) -> Turn:
-        """This turn streamed, but after ``events`` events the server sends an error event
-        (Anthropic: ``event: error``; OpenAI format: a ``data:`` line with an ``error`` object)."""
-        return replace(
-            self, error_after_events=events, error_type=error_type, error_message=message
-        )
-
-    def stall_after(self, events: int, seconds: float) -> Turn:
-        """This turn streamed, but the server goes silent after ``events`` events for
-        ``seconds`` (then closes)."""
-        return replace(self, cut=Cut(events=events, reset=False, stall=seconds))
-
-    @property
-    def is_failure(self) -> bool:
-        return self.status >= 400 or self.raw_body is not None
 
 
 @dataclass(frozen=True)
@@ -251,222 +85,6 @@ class RecordedRequest:
     @property
     def wire_format(self) -> WireFormat:
         return "anthropic" if self.path.rstrip("/").endswith("/messages") else "openai"
-
-
-def _pieces(text: str, n: int) -> list[str]:
-    if not text:
-        return [text]
-    n = max(1, min(n, len(text)))
-    size = -(-len(text) // n)
-    return [text[i : i + size] for i in range(0, len(text), size)]
-
-
-# --- OpenAI chat completions ------------------------------------------------------------------
-
-
-def _openai_usage(u: ScriptedUsage) -> dict[str, Any]:
-    prompt = u.input_tokens + u.cache_read_input_tokens + u.cache_creation_input_tokens
-    return {
-        "prompt_tokens": prompt,
-        "completion_tokens": u.output_tokens,
-        "total_tokens": prompt + u.output_tokens,
-        "prompt_tokens_details": {"cached_tokens": u.cache_read_input_tokens},
-    }
-
-
-def _openai_finish(turn: Turn) -> str:
-    return "tool_calls" if turn.tool_calls else "stop"
-
-
-def openai_body(turn: Turn, model: str) -> dict[str, Any]:
-    """The non-streaming chat-completions JSON for ``turn``."""
-    message: dict[str, Any] = {"role": "assistant", "content": turn.text}
-    if turn.tool_calls:
-        message["tool_calls"] = [
-            {
-                "id": c.id,
-                "type": "function",
-                "function": {"name": c.name, "arguments": c.arguments_json},
-            }
-            for c in turn.tool_calls
-        ]
-    return {
-        "id": f"chatcmpl-{uuid.uuid4().hex[:16]}",
-        "object": "chat.completion",
-        "created": 1_700_000_000,
-        "model": model,
-        "choices": [
-            {"index": 0, "message": message, "finish_reason": _openai_finish(turn)},
-        ],
-        "usage": _openai_usage(turn.usage),
-    }
-
-
-def openai_stream(turn: Turn, model: str, include_usage: bool) -> Iterator[str]:
-    """The SSE ``data:`` payloads of a streamed chat completion (without the ``data: `` prefix)."""
-    base = {
-        "id": f"chatcmpl-{uuid.uuid4().hex[:16]}",
-        "object": "chat.completion.chunk",
-        "created": 1_700_000_000,
-        "model": model,
-    }
-
-    def chunk(delta: dict[str, Any], finish: str | None = None) -> str:
-        return json.dumps(
-            {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
-        )
-
-    yield chunk({"role": "assistant", "content": ""})
-    if turn.text:
-        for piece in _pieces(turn.text, turn.stream_pieces):
-            yield chunk({"content": piece})
-    for index, call in enumerate(turn.tool_calls):
-        yield chunk(
-            {
-                "tool_calls": [
-                    {
-                        "index": index,
-                        "id": call.id,
-                        "type": "function",
-                        "function": {"name": call.name, "arguments": ""},
-                    }
-                ]
-            }
-        )
-        for piece in _pieces(call.arguments_json, turn.stream_pieces):
-            yield chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
-    yield chunk({}, _openai_finish(turn))
-    if include_usage:
-        yield json.dumps({**base, "choices": [], "usage": _openai_usage(turn.usage)})
-
-
-def openai_error(turn: Turn) -> dict[str, Any]:
-    return {
-        "error": {
-            "message": turn.error_message or "error",
-            "type": turn.error_type or "api_error",
-            "param": None,
-            "code": None,
-        }
-    }
-
-
-# --- Anthropic messages -----------------------------------------------------------------------
-
-
-def _anthropic_usage(u: ScriptedUsage) -> dict[str, Any]:
-    return {
-        "input_tokens": u.input_tokens,
-        "output_tokens": u.output_tokens,
-        "cache_read_input_tokens": u.cache_read_input_tokens,
-        "cache_creation_input_tokens": u.cache_creation_input_tokens,
-    }
-
-
-def _anthropic_stop(turn: Turn) -> str:
-    return "tool_use" if turn.tool_calls else "end_turn"
-
-
-def _anthropic_blocks(turn: Turn) -> list[dict[str, Any]]:
-    blocks: list[dict[str, Any]] = []
-    if turn.text:
-        blocks.append({"type": "text", "text": turn.text})
-    for call in turn.tool_calls:
-        # Anthropic always sends ``input`` as an object. Arguments scripted as a raw string are
-        # parsed; a string that is not JSON is sent as a string (a deliberately broken reply).
-        arguments: Any = call.arguments
-        if isinstance(arguments, str):
-            with contextlib.suppress(ValueError):
-                arguments = json.loads(arguments)
-        blocks.append({"type": "tool_use", "id": call.id, "name": call.name, "input": arguments})
-    return blocks
-
-
-def anthropic_body(turn: Turn, model: str) -> dict[str, Any]:
-    """The non-streaming messages JSON for ``turn``."""
-    return {
-        "id": f"msg_{uuid.uuid4().hex[:16]}",
-        "type": "message",
-        "role": "assistant",
-        "model": model,
-        "content": _anthropic_blocks(turn),
-        "stop_reason": _anthropic_stop(turn),
-        "stop_sequence": None,
-        "usage": _anthropic_usage(turn.usage),
-    }
-
-
-def anthropic_stream(turn: Turn, model: str) -> Iterator[tuple[str, str]]:
-    """The SSE ``(event, data)`` pairs of a streamed message, in Anthropic's order."""
-
-    def ev(name: str, payload: dict[str, Any]) -> tuple[str, str]:
-        return name, json.dumps({"type": name, **payload})
-
-    usage = _anthropic_usage(turn.usage)
-    start_usage = {**usage, "output_tokens": 1}
-    yield ev(
-        "message_start",
-        {
-            "message": {
-                "id": f"msg_{uuid.uuid4().hex[:16]}",
-                "type": "message",
-                "role": "assistant",
-                "model": model,
-                "content": [],
-                "stop_reason": None,
-                "stop_sequence": None,
-                "usage": start_usage,
-            }
-        },
-    )
-    index = 0
-    if turn.text:
-        yield ev(
-            "content_block_start", {"index": index, "content_block": {"type": "text", "text": ""}}
-        )
-        yield ev("ping", {})
-        for piece in _pieces(turn.text, turn.stream_pieces):
-            yield ev(
-                "content_block_delta",
-                {"index": index, "delta": {"type": "text_delta", "text": piece}},
-            )
-        yield ev("content_block_stop", {"index": index})
-        index += 1
-    for call in turn.tool_calls:
-        yield ev(
-            "content_block_start",
-            {
-                "index": index,
-                "content_block": {
-                    "type": "tool_use",
-                    "id": call.id,
-                    "name": call.name,
-                    "input": {},
-                },
-            },
-        )
-        for piece in _pieces(call.arguments_json, turn.stream_pieces):
-            yield ev(
-                "content_block_delta",
-                {"index": index, "delta": {"type": "input_json_delta", "partial_json": piece}},
-            )
-        yield ev("content_block_stop", {"index": index})
-        index += 1
-    yield ev(
-        "message_delta",
-        {
-            "delta": {"stop_reason": _anthropic_stop(turn), "stop_sequence": None},
-            "usage": {"output_tokens": turn.usage.output_tokens},
-        },
-    )
-    yield ev("message_stop", {})
-
-
-def anthropic_error(turn: Turn) -> dict[str, Any]:
-    return {
-        "type": "error",
-        "error": {"type": turn.error_type or "api_error", "message": turn.error_message or "error"},
-    }
 
 
 # --- the server ---------------------------------------------------------------------------------
