@@ -12,7 +12,7 @@ from loopkit.middleware.delegating import DelegatingChatClient
 
 if TYPE_CHECKING:
     from loopkit.middleware.function_invocation import FunctionInvocationOptions
-    from loopkit.middleware.retry import RetryPolicy
+    from loopkit.middleware.retry import RetryHook, RetryPolicy
     from loopkit.middleware.run_log import RunLog
 
 #: The signature of a plain async function used as middleware: it gets the messages, the options
@@ -113,12 +113,28 @@ class ChatClientBuilder:
 
         return self.use(lambda inner: TokenBudgetChatClient(inner, max_tokens))
 
-    def use_retries(self, policy: RetryPolicy | None = None, **kwargs: Any) -> ChatClientBuilder:
-        """Retry transient provider errors (keyword arguments set RetryPolicy fields)."""
+    def use_retries(
+        self,
+        policy: RetryPolicy | None = None,
+        *,
+        on_retry: RetryHook | None = None,
+        sleep: Callable[[float], object] | None = None,
+        **kwargs: Any,
+    ) -> ChatClientBuilder:
+        """Retry transient provider errors: ``policy``, or keyword arguments that set
+        :class:`~loopkit.middleware.retry.RetryPolicy` fields (not both). ``on_retry(attempt,
+        error, delay)`` is called before each retry, e.g. to write it to a run log."""
         from loopkit.middleware.retry import RetryingChatClient, RetryPolicy
 
+        if policy is not None and kwargs:
+            raise TypeError(
+                f"use_retries() takes a RetryPolicy or its fields as keywords, not both; got "
+                f"policy={policy!r} and {sorted(kwargs)}"
+            )
         pol = policy or RetryPolicy(**kwargs)
-        return self.use(lambda inner: RetryingChatClient(inner, pol))
+        return self.use(
+            lambda inner: RetryingChatClient(inner, pol, sleep=sleep, on_retry=on_retry)
+        )
 
     def use_opentelemetry(
         self, *, tracer_provider: Any | None = None, capture_content: bool = False, **kwargs: Any

@@ -20,7 +20,7 @@ from loopkit.abstractions.content import ChatMessage, ChatRole
 from loopkit.abstractions.tools import Tool
 from loopkit.builder import ChatClientBuilder
 from loopkit.cards import Card, CardState
-from loopkit.errors import BudgetExceededError, LoopkitError
+from loopkit.errors import BudgetExceededError, LoopkitError, ProviderError
 from loopkit.mcp.config import MCPServerConfig
 from loopkit.middleware.function_invocation import FunctionInvocationOptions
 from loopkit.middleware.retry import RetryPolicy
@@ -124,8 +124,19 @@ class CardRunner:
             .use_token_budget(self.limits.max_tokens)
         )
         if self.retry is not None:
-            builder.use_retries(self.retry)
+            builder.use_retries(self.retry, on_retry=self._log_retry)
         return builder.build()
+
+    def _log_retry(self, attempt: int, error: ProviderError, delay: float) -> None:
+        """A ``retry`` line in the run log (the run log redacts it like every line)."""
+        self.log.write(
+            "retry",
+            round=self.log.rounds + 1,
+            attempt=attempt,
+            wait_s=round(delay, 2),
+            status_code=error.status_code,
+            reason=str(error),
+        )
 
     def messages(self, card: Card) -> list[ChatMessage]:
         """The conversation a run starts with: the instructions and the card."""

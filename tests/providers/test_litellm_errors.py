@@ -15,7 +15,7 @@ from loopkit.builder import ChatClientBuilder
 from loopkit.errors import ProviderError
 from loopkit.middleware.retry import RetryingChatClient, RetryPolicy
 from loopkit.providers.litellm import LiteLLMChatClient
-from loopkit.providers.litellm_errors import parse_retry_after, redact
+from loopkit.providers.litellm_errors import classify, parse_retry_after, redact
 from tests.fakes.fake_llm_server import Turn
 from tests.providers.conftest import DUMMY_KEY, Wire
 
@@ -209,3 +209,33 @@ def test_redact_removes_keys() -> None:
     for secret in ("sk-abcdefghijkl", "abc.def-ghijkl", "zz9988776655", "custom-secret-value"):
         assert secret not in cleaned
     assert "Bearer ***" in cleaned
+
+
+@pytest.mark.parametrize(
+    ("body", "retryable"),
+    [
+        ('{"id": "chatcmpl-1", "choices": [{"mess', True),  # ends inside a string
+        ('{"id": "chatcmpl-1", "choices": [', True),  # ends where a value must come
+        ('{"id": 1, "done": tr', True),  # ends inside a literal
+        ("", True),  # nothing arrived
+        ("<html>502 Bad Gateway</html>", False),  # another kind of document
+        ('{"id": 1} and then more', False),  # complete JSON followed by garbage
+        ('{"id": 1, "x": nope}', False),  # broken in the middle, not at the end
+    ],
+    ids=["string", "array", "literal", "empty", "html", "extra-data", "broken-middle"],
+)
+def test_json_cut_at_its_end_is_retryable_and_other_broken_bodies_are_not(
+    body: str, retryable: bool
+) -> None:
+    import json
+
+    try:
+        json.loads(body)
+    except json.JSONDecodeError as e:
+        error = classify(e, model="openai/x", provider="openai")
+    else:
+        raise AssertionError(f"{body!r} parsed")
+    assert error.retryable is retryable, str(error)
+    assert ("cut off" in str(error)) is retryable
+    assert ("malformed response body" in str(error)) is not retryable
+    assert error.__cause__ is None

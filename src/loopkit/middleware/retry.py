@@ -1,4 +1,8 @@
-"""Retries of transient provider failures (rate limits, overload, timeouts, 5xx) with tenacity."""
+"""Retries of transient provider failures (rate limits, overload, timeouts, 5xx) with tenacity.
+
+Each retry is reported to ``on_retry(attempt, error, delay)`` (the card runner writes it to the
+run log) and logged as a warning on ``loopkit.retry``, with credential-shaped text redacted.
+"""
 
 from __future__ import annotations
 
@@ -48,11 +52,22 @@ def is_transient(error: BaseException) -> bool:
     return isinstance(error, ProviderError) and error.retryable
 
 
+#: Called before each retry with the attempt that failed (1 for the first), its error and the
+#: seconds the retry layer will wait.
+RetryHook = Callable[[int, ProviderError, float], None]
+
+
 class RetryingChatClient(DelegatingChatClient):
     """Retries ``get_response`` on transient :class:`ProviderError`\\ s.
 
-    Streaming requests are retried only until the first update arrives; after that a failure
-    propagates, because replaying half a stream would duplicate output.
+    Streaming requests are retried only until the first update arrives. After that a failure
+    propagates, never retried, because what the caller received cannot be taken back; a
+    retryable error is re-raised as a non-retryable one saying so, so that no layer above
+    resends the request either. (``LiteLLMChatClient`` classifies its own stream failures the
+    same way: retryable only while nothing was handed over.)
+
+    ``on_retry(attempt, error, delay)`` is called before each wait; ``sleep`` replaces the wait
+    (tests).
     """
 
     def __init__(
@@ -61,7 +76,7 @@ class RetryingChatClient(DelegatingChatClient):
         policy: RetryPolicy | None = None,
         *,
         sleep: Callable[[float], object] | None = None,
-        on_retry: Callable[[int, ProviderError, float], None] | None = None,
+        on_retry: RetryHook | None = None,
     ) -> None:
         super().__init__(inner)
         self.policy = policy or RetryPolicy()
@@ -85,8 +100,15 @@ class RetryingChatClient(DelegatingChatClient):
         self.retries += 1
         error = state.outcome.exception() if state.outcome else None
         delay = state.next_action.sleep if state.next_action else 0.0
+        # Imported here: only a retry needs it. TODO(after issue 9 merges): redact with
+        # loopkit.redaction (the general Redactor) instead.
+        from loopkit.providers.litellm_errors import redact
+
         _log.warning(
-            "transient provider error, retry %d in %.2fs: %s", state.attempt_number, delay, error
+            "transient provider error, retry %d in %.2fs: %s",
+            state.attempt_number,
+            delay,
+            redact(str(error)),
         )
         if self._on_retry and isinstance(error, ProviderError):
             self._on_retry(state.attempt_number, error, delay)
@@ -127,5 +149,20 @@ class RetryingChatClient(DelegatingChatClient):
         if first is None or stream is None:
             return
         yield first
-        async for update in stream:
-            yield update
+        failure: ProviderError | None = None
+        try:
+            async for update in stream:
+                yield update
+        except ProviderError as e:
+            if not e.retryable:
+                raise
+            failure = ProviderError(
+                f"{e} (not retried: the stream had already handed updates over, which cannot be "
+                "replayed)",
+                retryable=False,
+                status_code=e.status_code,
+                provider=e.provider,
+            )
+            failure.__cause__ = e
+        if failure is not None:
+            raise failure

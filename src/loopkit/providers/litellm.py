@@ -10,7 +10,17 @@ One retry layer only: litellm's own retries (``num_retries``) and the OpenAI SDK
 (``max_retries``) are turned off; wrap the client in
 :class:`~loopkit.middleware.retry.RetryingChatClient` (``ChatClientBuilder.use_retries()``) instead.
 Every failure surfaces as a :class:`~loopkit.errors.ProviderError` saying whether it is worth
-retrying.
+retrying, raised without litellm's exception attached (``__cause__`` and ``__context__`` are
+empty): that exception may carry the API key in its message, attributes or request.
+
+``timeout`` bounds a non-streaming request as a whole (connect, headers and body), and a streaming
+one until its response starts and then any silence on the connection: a stream that goes on
+delivering is not cut off, one that goes silent is. The first request of a process also spends
+up to about a second in litellm's lazy set-up, which counts against it.
+
+A stream that breaks off (reset, closed, truncated, ended without the provider's finish) is an
+error, never an empty answer: retryable while nothing was handed to the caller, otherwise not (a
+half-delivered answer cannot be replayed).
 """
 
 from __future__ import annotations
@@ -38,7 +48,13 @@ from loopkit.abstractions.content import (
     UsageContent,
 )
 from loopkit.errors import ProviderError
-from loopkit.providers.litellm_errors import classify
+from loopkit.providers.litellm_errors import (
+    classify,
+    describe,
+    is_timeout,
+    redact,
+    secret_values,
+)
 from loopkit.providers.litellm_mapping import (
     add_cache_breakpoints,
     attr,
@@ -59,7 +75,8 @@ __all__ = [
     "start_background_import",
 ]
 
-#: Seconds a request may take before it fails as a (retryable) timeout.
+#: Seconds a request may take (a stream: until it starts, then any silence) before it fails as a
+#: (retryable) timeout.
 DEFAULT_TIMEOUT = 120.0
 
 #: Defaults set before importing litellm (see the module docstring); existing values win.
@@ -181,9 +198,13 @@ class LiteLLMChatClient:
         self.extra = dict(extra)
 
     def __repr__(self) -> str:
-        # Never show the key.
-        base = f", api_base={self.api_base!r}" if self.api_base else ""
+        # Never show the key, nor a password in api_base.
+        base = f", api_base={redact(self.api_base, self._secrets())!r}" if self.api_base else ""
         return f"LiteLLMChatClient({self.model!r}{base})"
+
+    def _secrets(self) -> list[str | None]:
+        """What this client knows to be secret: its key and secret-named extra arguments."""
+        return [self._api_key, *secret_values(self.extra)]
 
     # -- request -----------------------------------------------------------------------------
     def build_request(
@@ -223,7 +244,7 @@ class LiteLLMChatClient:
             model=model,
             provider=_provider_of(model),
             timeout=self.timeout,
-            secrets=[self._api_key],
+            secrets=self._secrets(),
         )
 
     # -- ChatClient ---------------------------------------------------------------------------
@@ -234,12 +255,20 @@ class LiteLLMChatClient:
         request = self.build_request(messages, options)
         model = request["model"]
         litellm = await _litellm()
+        failure: ProviderError | None = None
         try:
-            raw = await litellm.acompletion(**self._call_kwargs(request))
+            # litellm's timeouts are per phase (connect, each read): a server that trickles its
+            # body would never trip them. This deadline covers the whole request.
+            async with asyncio.timeout(self.timeout):
+                raw = await litellm.acompletion(**self._call_kwargs(request))
         except asyncio.CancelledError:
             raise
         except Exception as e:
-            raise self._error(e, model) from e
+            failure = self._error(e, model)
+        if failure is not None:
+            # Raised outside the handler, so litellm's exception is neither its __cause__ nor its
+            # __context__ (a traceback, a debugger or an error reporter would show it, key and all).
+            raise failure
         return self._to_response(raw, model)
 
     def _to_response(self, raw: Any, model: str) -> ChatResponse:
@@ -278,54 +307,167 @@ class LiteLLMChatClient:
         """Stream the answer: text deltas as they arrive, each tool call once complete, usage last.
 
         Raises :class:`ProviderError` (classified like :meth:`get_response`) on failure, before or
-        during the stream.
+        during the stream. A stream that breaks off is retryable only while nothing has been
+        yielded yet; the last update (finish reason, usage) comes only once the provider finished.
         """
         request = self.build_request(messages, options)
         request["stream"] = True
         request["stream_options"] = {"include_usage": True}
         model = request["model"]
         litellm = await _litellm()
-        calls = _ToolCallAccumulator()
-        usage: Any = None
-        finish: FinishReason | None = None
-        model_id: str | None = None
-        response_id: str | None = None
+        failure: ProviderError | None = None
         try:
-            stream = await litellm.acompletion(**self._call_kwargs(request))
-            async for chunk in stream:
-                model_id = attr(chunk, "model") or model_id
-                response_id = attr(chunk, "id") or response_id
-                usage = attr(chunk, "usage") or usage
-                for choice in attr(chunk, "choices") or []:
-                    delta = attr(choice, "delta")
-                    finish = map_finish_reason(attr(choice, "finish_reason")) or finish
-                    text = attr(delta, "content")
-                    contents: list[Content] = []
-                    if isinstance(text, str) and text:
-                        contents.append(TextContent(text=text))
-                    for piece in attr(delta, "tool_calls") or []:
-                        contents.extend(calls.add(piece))
-                    if contents:
-                        yield ChatResponseUpdate(
-                            role=ChatRole.ASSISTANT,
-                            contents=contents,
-                            model_id=model_id,
-                            response_id=response_id,
-                        )
+            async with asyncio.timeout(self.timeout):
+                stream = await litellm.acompletion(**self._call_kwargs(request))
+            chunks = aiter(stream)
         except asyncio.CancelledError:
             raise
         except Exception as e:
-            raise self._error(e, model) from e
-        tail: list[Content] = list(calls.finish())
-        mapped = map_usage(usage)
+            failure = self._error(e, model)
+        if failure is not None:
+            raise failure  # outside the handler: no litellm exception attached (see get_response)
+
+        progress = _StreamProgress()
+        while True:
+            try:
+                # No deadline of our own here: litellm drops events that carry nothing for the
+                # caller (Anthropic's pings), so only its transport sees that data still flows.
+                # Its read timeout (``timeout`` per read) cuts a stream that goes silent.
+                chunk = await anext(chunks)
+            except StopAsyncIteration:
+                break
+            except asyncio.CancelledError:
+                raise
+            except Exception as e:
+                failure = self._stream_error(e, model, progress)
+                break
+            update = progress.take(chunk)
+            if update is not None:
+                yield update
+        if failure is None and not progress.finished_by_provider(stream):
+            failure = self._stream_error(None, model, progress)
+        if failure is not None:
+            raise failure
+        yield progress.last_update(model)
+
+    def _stream_error(
+        self, error: BaseException | None, model: str, progress: _StreamProgress
+    ) -> ProviderError:
+        """A failure while reading the stream (``error`` None: it ended without the provider's
+        finish), retryable only if nothing was handed to the caller yet."""
+        provider = _provider_of(model)
+        where = f"{provider} model {model!r}"
+        if error is not None:
+            classified = self._error(error, model)
+            if classified.status_code is not None and not progress.delivered:
+                return classified  # an HTTP error the provider sent inside the stream
+            silent = f"went silent for {self.timeout:g} s (timed out)"
+            what = silent if is_timeout(error) else "broke off"
+            detail = describe(error, self._secrets())
+            status, retry_after = classified.status_code, classified.retry_after
+        else:
+            what = "ended without the provider's finish (no finish reason, no usage)"
+            detail = "the stream ended early"
+            status, retry_after = None, None
+        if not progress.delivered:
+            return ProviderError(
+                f"{where}: the response stream {what} before any content arrived (nothing "
+                f"was handed over; retryable): {detail}",
+                retryable=True,
+                status_code=status,
+                retry_after=retry_after,
+                provider=provider,
+            )
+        return ProviderError(
+            f"{where}: the response stream {what} after {progress.delivered_summary()} had been "
+            "handed over; the partial answer was discarded and cannot be replayed "
+            f"(not retryable): {detail}",
+            retryable=False,
+            status_code=status,
+            provider=provider,
+        )
+
+
+class _StreamProgress:
+    """What a stream has brought so far, and what of it was handed to the caller."""
+
+    def __init__(self) -> None:
+        self.calls = _ToolCallAccumulator()
+        self.text_chars = 0
+        self.calls_delivered = 0
+        self.usage: Any = None
+        self.finish: FinishReason | None = None
+        self.model_id: str | None = None
+        self.response_id: str | None = None
+
+    @property
+    def delivered(self) -> bool:
+        """True once any text or complete tool call has been yielded to the caller."""
+        return self.text_chars > 0 or self.calls_delivered > 0
+
+    def delivered_summary(self) -> str:
+        calls = self.calls_delivered
+        return (
+            f"{self.text_chars} characters of text and {calls} tool call{'' if calls == 1 else 's'}"
+        )
+
+    def take(self, chunk: Any) -> ChatResponseUpdate | None:
+        """Fold one litellm chunk in; the update to yield, if it carries content."""
+        self.model_id = attr(chunk, "model") or self.model_id
+        self.response_id = attr(chunk, "id") or self.response_id
+        self.usage = attr(chunk, "usage") or self.usage
+        contents: list[Content] = []
+        for choice in attr(chunk, "choices") or []:
+            delta = attr(choice, "delta")
+            self.finish = map_finish_reason(attr(choice, "finish_reason")) or self.finish
+            text = attr(delta, "content")
+            if isinstance(text, str) and text:
+                contents.append(TextContent(text=text))
+            for piece in attr(delta, "tool_calls") or []:
+                contents.extend(self.calls.add(piece))
+        if not contents:
+            return None
+        for content in contents:
+            if isinstance(content, TextContent):
+                self.text_chars += len(content.text)
+            else:
+                self.calls_delivered += 1
+        return ChatResponseUpdate(
+            role=ChatRole.ASSISTANT,
+            contents=contents,
+            model_id=self.model_id,
+            response_id=self.response_id,
+        )
+
+    def finished_by_provider(self, stream: Any) -> bool:
+        """True when the provider itself ended the answer, not the connection.
+
+        litellm makes up a final "stop" chunk when a stream ends with nothing in it, so that chunk
+        proves nothing. The provider's usage (requested with ``include_usage``; Anthropic always
+        sends it) does, and so does the finish reason litellm's stream wrapper records as
+        received from the provider. For a stream that is not litellm's wrapper, a finish reason
+        after delivered content is trusted.
+        """
+        usage = map_usage(self.usage)
+        if usage is not None and (usage.input_tokens or usage.output_tokens):
+            return True
+        if hasattr(stream, "received_finish_reason"):
+            received = getattr(stream, "received_finish_reason", None)
+            return bool(received or getattr(stream, "intermittent_finish_reason", None))
+        return self.finish is not None and self.delivered
+
+    def last_update(self, model: str) -> ChatResponseUpdate:
+        """The closing update: the remaining tool calls, the usage and the finish reason."""
+        tail: list[Content] = list(self.calls.finish())
+        mapped = map_usage(self.usage)
         if mapped is not None:
             tail.append(UsageContent(usage=mapped))
-        yield ChatResponseUpdate(
+        return ChatResponseUpdate(
             role=ChatRole.ASSISTANT,
             contents=tail,
-            finish_reason=finish,
-            model_id=model_id or model,
-            response_id=response_id,
+            finish_reason=self.finish,
+            model_id=self.model_id or model,
+            response_id=self.response_id,
         )
 
 

@@ -4,8 +4,12 @@ litellm wraps the provider's failure in its own exception types, and not always 
 Anthropic 529 ``overloaded_error`` arrives as ``InternalServerError`` with status 500, a body that
 is not JSON arrives as ``InternalServerError`` (OpenAI) or ``APIConnectionError`` (Anthropic), and a
 timeout carries a made-up 408. So the classification looks through the whole exception chain for
-what really happened (the HTTP response, a JSON decode error, a timeout, a refused connection)
-rather than trusting the outer type. Nothing here imports litellm.
+what really happened (the HTTP response, a JSON decode error, a timeout, a refused or broken
+connection) rather than trusting the outer type. Nothing here imports litellm.
+
+The :class:`ProviderError` built here never carries litellm's exception (no ``__cause__``): that
+exception's message, attributes and request may hold the API key. What it said is kept, redacted,
+in the message, with its type name.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import email.utils
 import json
+import os
 import re
 import time
 from collections.abc import Iterable, Iterator, Mapping
@@ -24,20 +29,55 @@ from loopkit.errors import ProviderError
 RETRYABLE_STATUSES = frozenset({408, 425, 429, 500, 502, 503, 504, 529})
 _MAX_DETAIL = 600
 #: Things shaped like credentials; group 1 (the label in front) is kept, the rest is replaced.
+#: TODO(after issue 9 merges): use loopkit.redaction's Redactor instead of this list.
 _KEY_PATTERNS = (
+    # provider keys: OpenAI/Anthropic sk-..., sk-ant-..., sk-proj-...; pk-/rk- alike
     re.compile(r"()\b(?:sk|pk|rk)-[A-Za-z0-9_\-]{8,}"),
-    re.compile(r"(?i)(bearer\s+)[A-Za-z0-9._\-]{8,}"),
-    re.compile(r"(?i)((?:x-)?api[-_]?key['\"]?\s*[:=]\s*['\"]?)[^\s'\",}]{4,}"),
+    # key-ish labels followed by a value: api_key=..., "x-api-key": "...", password: ...
+    re.compile(
+        r"(?i)((?:x-)?(?:api[-_]?key|access[-_]?token|auth[-_]?token|secret[-_]?key|client[-_]?secret"
+        r"|password|passwd)['\"]?\s*[:=]\s*['\"]?)[^\s'\",}&]{4,}"
+    ),
+    # credentials in a URL's query string (?key=AIza..., &token=...)
+    re.compile(
+        r"(?i)([?&](?:key|api[-_]?key|token|access[-_]?token|secret|password|sig|signature)=)"
+        r"[^&\s#'\"]+"
+    ),
+    # a password in a URL (scheme://user:password@host)
+    re.compile(r"(?i)([a-z][a-z0-9+.\-]*://[^\s:/@]*:)[^\s@/]+(?=@)"),
+    re.compile(r"()\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"),  # AWS access key id
+    re.compile(r"(?i)(aws_?secret_?access_?key['\"]?\s*[:=]\s*['\"]?)[A-Za-z0-9/+=]{40}"),
+    re.compile(r"()\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{30,}"),  # GitHub tokens
+    re.compile(r"()\bgithub_pat_[A-Za-z0-9_]{22,}"),
+    re.compile(r"()\bxox[abposr]-[A-Za-z0-9\-]{10,}"),  # Slack
+    re.compile(r"()\bAIza[0-9A-Za-z_\-]{30,}"),  # Google API key
+    re.compile(r"()\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*"),  # JWT
 )
+#: Authorization schemes with any whitespace (tabs, several spaces, a line break), also as JSON
+#: escapes (a provider's raw error body quoted in litellm's message). The value is replaced only
+#: if it looks like a credential, so that "basic authentication failed" stays readable.
+_AUTH_SCHEME = re.compile(r"(?i)\b((?:bearer|basic)(?:\s|\\[tnr])+)([A-Za-z0-9._~+/=\-]{8,})")
+#: Environment variables whose values are secrets: names containing one of these words.
+_SECRET_NAME = re.compile(r"(?i)KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|(?:^|_)PAT(?:_|$)")
+#: Shorter values are too likely to occur by chance ("1", "true") to be replaced everywhere.
+_MIN_SECRET_LENGTH = 8
 
 
 def _chain(error: BaseException) -> Iterator[BaseException]:
+    """``error``, then what caused it: ``__cause__``/``__context__``, or the
+    ``original_exception`` litellm's stream errors keep as an attribute."""
     seen: set[int] = set()
-    current: BaseException | None = error
-    while current is not None and id(current) not in seen and len(seen) < 12:
+    pending: list[BaseException] = [error]
+    while pending and len(seen) < 16:
+        current = pending.pop(0)
+        if id(current) in seen:
+            continue
         seen.add(id(current))
         yield current
-        current = current.__cause__ or current.__context__
+        original = getattr(current, "original_exception", None)
+        for following in (original, current.__cause__, current.__context__):
+            if isinstance(following, BaseException):
+                pending.append(following)
 
 
 def _is_http_status_error(e: BaseException) -> bool:
@@ -109,24 +149,112 @@ def parse_retry_after(headers: Mapping[str, str], now: float | None = None) -> f
     return None
 
 
-def redact(text: str, secrets: Iterable[str | None] = ()) -> str:
-    """``text`` with the given secrets and anything shaped like an API key replaced by ``***``."""
-    for secret in secrets:
-        if secret and len(secret) >= 4:
-            text = text.replace(secret, "***")
+def secret_env_values(environ: Mapping[str, str] | None = None) -> list[str]:
+    """Values of environment variables whose names say they hold a secret (``*KEY*``,
+    ``*TOKEN*``, ``*SECRET*``, ``*PASSWORD*``, ``*PASSWD*``, ``*CREDENTIAL*``, a ``PAT`` word),
+    read now: litellm takes provider keys from such variables when no ``api_key`` is given."""
+    return secret_values(os.environ if environ is None else environ)
+
+
+def secret_values(named: Mapping[str, object]) -> list[str]:
+    """The string values in ``named`` whose names say they hold a secret (see
+    :func:`secret_env_values`), e.g. the extra arguments of a client (``aws_secret_access_key``),
+    longest first."""
+    found = {
+        v
+        for k, v in named.items()
+        if isinstance(v, str) and _SECRET_NAME.search(k) and len(v) >= _MIN_SECRET_LENGTH
+    }
+    return sorted(found, key=len, reverse=True)
+
+
+def redact(text: str, secrets: Iterable[str | None] = (), *, environ: bool = True) -> str:
+    """``text`` with the given secrets, the values of secret-named environment variables (unless
+    ``environ`` is False) and anything shaped like a credential replaced by ``***``."""
+    known = [s for s in secrets if s and len(s) >= 4]
+    if environ:
+        known.extend(secret_env_values())
+    # Longest first, so a secret that contains another is replaced whole.
+    for secret in sorted(set(known), key=len, reverse=True):
+        text = text.replace(secret, "***")
+    text = _AUTH_SCHEME.sub(
+        lambda m: m.group(1) + "***" if _looks_like_credential(m.group(2)) else m.group(0), text
+    )
     for pattern in _KEY_PATTERNS:
         text = pattern.sub(lambda m: m.group(1) + "***", text)
     return text
 
 
-def _detail(error: BaseException, secrets: Iterable[str | None]) -> str:
-    text = str(error).strip() or type(error).__name__
+def _looks_like_credential(value: str) -> bool:
+    """A token rather than a word: it has a digit or a symbol, or capitals after its first
+    letter."""
+    rest = value[1:]
+    return any(c.isdigit() or c in "+/=_-." for c in value) or (
+        any(c.isupper() for c in rest) and any(c.islower() for c in value)
+    )
+
+
+def describe(error: BaseException, secrets: Iterable[str | None] = ()) -> str:
+    """What ``error`` said, redacted, without litellm's help banner, cut at 600 characters, and
+    starting with the exception's type name when the text does not already say it."""
+    name = type(error).__name__
+    text = str(error).strip() or name
     # litellm appends help links and debug hints; they do not help the reader of a run log.
-    text = text.split("\n\nGive Feedback", 1)[0].split("LiteLLM Retried:", 1)[0].strip()
+    for tail in ("\n\nGive Feedback", "LiteLLM Retried:", " Original exception:"):
+        text = text.split(tail, 1)[0].strip()
     text = redact(text, secrets)
+    if name not in text[: len(name) + 40]:
+        text = f"{name}: {text}"
     if len(text) > _MAX_DETAIL:
         text = text[:_MAX_DETAIL] + "..."
     return text
+
+
+_TIMEOUT_TYPES = frozenset(
+    {"APITimeoutError", "TimeoutException", "Timeout", "TimeoutError", "ServerTimeoutError"}
+)
+#: The connection could not be made at all.
+_CONNECT_TYPES = frozenset({"ConnectError", "ClientConnectorError", "ConnectionRefusedError"})
+#: The connection was made and then broke: reset, closed early, body shorter than announced.
+_BROKEN_TYPES = frozenset(
+    {
+        "TransportError",
+        "NetworkError",
+        "ReadError",
+        "WriteError",
+        "RemoteProtocolError",
+        "ConnectionError",
+        "ConnectionResetError",
+        "BrokenPipeError",
+        "ClientOSError",
+        "ServerDisconnectedError",
+        "ClientPayloadError",
+        "ContentLengthError",
+        "IncompleteRead",
+    }
+)
+
+
+def is_timeout(error: BaseException) -> bool:
+    """True when ``error`` (or anything in its chain) is a timeout and no HTTP answer came."""
+    chain = list(_chain(error))
+    if _real_response(chain) is not None:
+        return False
+    names = set().union(*(_names(e) for e in chain))
+    return bool(names & _TIMEOUT_TYPES) or any(isinstance(e, asyncio.TimeoutError) for e in chain)
+
+
+def _json_ends_early(error: BaseException) -> bool:
+    """True for a JSON decode error at the end of its input: the body was cut, not garbage."""
+    doc = getattr(error, "doc", None)
+    pos = getattr(error, "pos", None)
+    msg = getattr(error, "msg", "")
+    if not isinstance(doc, str) or not isinstance(pos, int):
+        return False
+    if isinstance(msg, str) and msg.startswith("Unterminated string"):
+        return True  # the scanner ran out of input inside a string
+    rest = doc[pos:].strip()
+    return not rest or any(word.startswith(rest) for word in ("true", "false", "null"))
 
 
 def _error_body_type(response: Any) -> str | None:
@@ -150,15 +278,20 @@ def classify(
 ) -> ProviderError:
     """Turn any exception raised by a litellm call into a :class:`ProviderError`.
 
-    Retryable: rate limits (429), overload (529), 5xx, 408, timeouts and connection failures.
-    Not retryable: other 4xx (bad request, auth, permission, not found, unprocessable), malformed
-    response bodies (a server that answers with broken JSON usually keeps doing so, e.g. a wrong
-    ``api_base``), and anything unrecognised.
+    Retryable: rate limits (429), overload (529), 5xx, 408, timeouts, refused connections, and
+    connections that broke before the answer was complete (reset, closed early, a body shorter
+    than announced, JSON that ends before it is complete). Not retryable: other 4xx (bad request,
+    auth, permission, not found, unprocessable), bodies that are not JSON at all (a server that
+    answers with something else usually keeps doing so, e.g. a wrong ``api_base``), and anything
+    unrecognised.
+
+    The result has no ``__cause__``; its message names ``error``'s type and says what it said,
+    with ``secrets``, secret-named environment variables and credential-shaped strings redacted.
     """
     secrets = list(secrets)
     chain = list(_chain(error))
     names = set().union(*(_names(e) for e in chain))
-    detail = _detail(error, secrets)
+    detail = describe(error, secrets)
     where = f"{provider or 'provider'} model {model!r}"
     response = _real_response(chain)
     status: int | None = getattr(response, "status_code", None) if response is not None else None
@@ -166,46 +299,45 @@ def classify(
     retry_after = parse_retry_after(headers)
 
     def make(message: str, retryable: bool, code: int | None) -> ProviderError:
-        e = ProviderError(
+        return ProviderError(
             message,
             retryable=retryable,
             status_code=code,
             retry_after=retry_after,
             provider=provider,
         )
-        e.__cause__ = error
-        return e
 
     if "UnsupportedParamsError" in names:
         return make(
             f"litellm refused the request for {where} before sending it: {detail}", False, None
         )
-    if status is None and "JSONDecodeError" in names:
+    decode_errors = [e for e in chain if "JSONDecodeError" in _names(e)]
+    if status is None and decode_errors:
+        if any(_json_ends_early(e) for e in decode_errors):
+            return make(
+                f"{where}: the response body was cut off (its JSON ends before it is complete; "
+                f"retryable): {detail}",
+                True,
+                None,
+            )
         return make(
             f"{where} returned a malformed response body (not the JSON the API promises): {detail}",
             False,
             None,
         )
-    timeout_types = {"APITimeoutError", "TimeoutException", "Timeout", "TimeoutError"}
-    if status is None and (
-        names & timeout_types or any(isinstance(e, asyncio.TimeoutError) for e in chain)
-    ):
+    if is_timeout(error):
         limit = f" after {timeout:g} s" if timeout else ""
         return make(f"{where} timed out{limit} (retryable): {detail}", True, None)
-    transport = {
-        "ConnectError",
-        "TransportError",
-        "NetworkError",
-        "RemoteProtocolError",
-        "ConnectionError",
-        "ClientConnectorError",
-        "ClientOSError",
-        "ServerDisconnectedError",
-        "ClientPayloadError",
-    }
-    if status is None and names & transport:
+    if status is None and names & _CONNECT_TYPES:
         return make(
             f"{where} could not be reached (connection failed, retryable): {detail}", True, None
+        )
+    if status is None and names & _BROKEN_TYPES:
+        return make(
+            f"{where}: the connection was cut off before the answer was complete (reset, closed "
+            f"or truncated; retryable): {detail}",
+            True,
+            None,
         )
 
     if status is None:
