@@ -107,7 +107,7 @@ def _shape(name: str, pattern: str, *anchors: str, any_case: tuple[str, ...] = (
 _SHAPES: tuple[_Shape, ...] = (
     _shape(
         "provider_key",
-        r"sk-(?:ant-|proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{16,}",
+        r"sk-(?:ant-|proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{10,}",
         "sk-",
         word_start=True,
     ),
@@ -155,8 +155,9 @@ _SHAPES: tuple[_Shape, ...] = (
     _shape(
         "bearer",
         r"(?P<keep>(?i:bearer)" + _WS + r")"
-        # a token: 8+ characters with a digit, or 20+ ("Bearer authentication" stays)
-        r"(?:(?=[A-Za-z0-9._~+/=\-]*[0-9])[A-Za-z0-9._~+/=\-]{8,}|[A-Za-z0-9._~+/=\-]{20,})",
+        # a token: 8+ characters with a digit or a symbol, or 20+ ("Bearer authentication" stays)
+        r"(?:(?=[A-Za-z0-9._~+/=\-]*[0-9._~+/=\-])[A-Za-z0-9._~+/=\-]{8,}"
+        r"|[A-Za-z0-9._~+/=\-]{20,})",
         any_case=("bearer",),
         word_start=True,
     ),
@@ -173,6 +174,20 @@ _SHAPES: tuple[_Shape, ...] = (
         r"(?P<keep>(?i:(?:x-)?api[-_]?key)\\?[\"']?\s*[:=]\s*\\?[\"']?)"
         r"(?=[^\s'\"\\,})(]*[0-9])[^\s'\"\\,})(]{8,}",
         any_case=("api_key", "api-key", "apikey"),
+    ),
+    _shape(
+        "credential_assignment",
+        r"(?P<keep>(?i:(?:client[-_]?|app[-_]?)?secret|password|passwd|pwd"
+        r"|(?:access|auth|refresh|session|bot)[-_]?token)\\?[\"']?\s*[:=]\s*\\?[\"']?)"
+        r"[^\s'\"\\,})(&]{6,}",
+        any_case=("secret", "password", "passwd", "pwd", "token"),
+    ),
+    # credentials in a URL's query string: ?key=..., &token=..., &sig=...
+    _shape(
+        "url_query_credential",
+        r"(?P<keep>[?&](?i:key|api[-_]?key|token|access[-_]?token|secret|password|sig|signature"
+        r"|auth)=)[^&\s#'\"<>\\]{4,}",
+        any_case=("key=", "token=", "secret=", "password=", "sig=", "signature=", "auth="),
     ),
     # scheme://user:password@host: the password (up to the last @ before the host) goes.
     _shape(

@@ -135,7 +135,7 @@ async def test_401_echoing_the_given_key_leaks_nothing(wire: Wire, stream: bool)
     assert error.status_code == 401 and error.retryable is False
     assert error.provider == wire.model.split("/")[0]
     assert "AuthenticationError" in str(error)  # the original type, by name
-    assert "invalid x-api-key ***" in str(error)  # what the provider said, redacted
+    assert "invalid x-api-key [redacted]" in str(error)  # what the provider said, redacted
     assert_clean(error, PLAIN_KEY)
 
 

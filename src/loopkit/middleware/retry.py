@@ -100,8 +100,7 @@ class RetryingChatClient(DelegatingChatClient):
         self.retries += 1
         error = state.outcome.exception() if state.outcome else None
         delay = state.next_action.sleep if state.next_action else 0.0
-        # Imported here: only a retry needs it. TODO(after issue 9 merges): redact with
-        # loopkit.redaction (the general Redactor) instead.
+        # Imported here: only a retry needs it.
         from loopkit.providers.litellm_errors import redact
 
         _log.warning(

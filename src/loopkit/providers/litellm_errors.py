@@ -18,49 +18,19 @@ import asyncio
 import email.utils
 import json
 import os
-import re
 import time
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from loopkit.errors import ProviderError
+from loopkit.redaction import REDACTED, Redactor, is_secret_name
+
+#: Shorter values are too likely to occur by chance ("1", "true") to be replaced everywhere.
+_MIN_SECRET_LENGTH = 8
 
 #: Statuses worth retrying: request timeout, too early, rate limit, server errors, Anthropic's 529.
 RETRYABLE_STATUSES = frozenset({408, 425, 429, 500, 502, 503, 504, 529})
 _MAX_DETAIL = 600
-#: Things shaped like credentials; group 1 (the label in front) is kept, the rest is replaced.
-#: TODO(after issue 9 merges): use loopkit.redaction's Redactor instead of this list.
-_KEY_PATTERNS = (
-    # provider keys: OpenAI/Anthropic sk-..., sk-ant-..., sk-proj-...; pk-/rk- alike
-    re.compile(r"()\b(?:sk|pk|rk)-[A-Za-z0-9_\-]{8,}"),
-    # key-ish labels followed by a value: api_key=..., "x-api-key": "...", password: ...
-    re.compile(
-        r"(?i)((?:x-)?(?:api[-_]?key|access[-_]?token|auth[-_]?token|secret[-_]?key|client[-_]?secret"
-        r"|password|passwd)['\"]?\s*[:=]\s*['\"]?)[^\s'\",}&]{4,}"
-    ),
-    # credentials in a URL's query string (?key=AIza..., &token=...)
-    re.compile(
-        r"(?i)([?&](?:key|api[-_]?key|token|access[-_]?token|secret|password|sig|signature)=)"
-        r"[^&\s#'\"]+"
-    ),
-    # a password in a URL (scheme://user:password@host)
-    re.compile(r"(?i)([a-z][a-z0-9+.\-]*://[^\s:/@]*:)[^\s@/]+(?=@)"),
-    re.compile(r"()\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"),  # AWS access key id
-    re.compile(r"(?i)(aws_?secret_?access_?key['\"]?\s*[:=]\s*['\"]?)[A-Za-z0-9/+=]{40}"),
-    re.compile(r"()\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{30,}"),  # GitHub tokens
-    re.compile(r"()\bgithub_pat_[A-Za-z0-9_]{22,}"),
-    re.compile(r"()\bxox[abposr]-[A-Za-z0-9\-]{10,}"),  # Slack
-    re.compile(r"()\bAIza[0-9A-Za-z_\-]{30,}"),  # Google API key
-    re.compile(r"()\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*"),  # JWT
-)
-#: Authorization schemes with any whitespace (tabs, several spaces, a line break), also as JSON
-#: escapes (a provider's raw error body quoted in litellm's message). The value is replaced only
-#: if it looks like a credential, so that "basic authentication failed" stays readable.
-_AUTH_SCHEME = re.compile(r"(?i)\b((?:bearer|basic)(?:\s|\\[tnr])+)([A-Za-z0-9._~+/=\-]{8,})")
-#: Environment variables whose values are secrets: names containing one of these words.
-_SECRET_NAME = re.compile(r"(?i)KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|(?:^|_)PAT(?:_|$)")
-#: Shorter values are too likely to occur by chance ("1", "true") to be replaced everywhere.
-_MIN_SECRET_LENGTH = 8
 
 
 def _chain(error: BaseException) -> Iterator[BaseException]:
@@ -150,48 +120,35 @@ def parse_retry_after(headers: Mapping[str, str], now: float | None = None) -> f
 
 
 def secret_env_values(environ: Mapping[str, str] | None = None) -> list[str]:
-    """Values of environment variables whose names say they hold a secret (``*KEY*``,
-    ``*TOKEN*``, ``*SECRET*``, ``*PASSWORD*``, ``*PASSWD*``, ``*CREDENTIAL*``, a ``PAT`` word),
-    read now: litellm takes provider keys from such variables when no ``api_key`` is given."""
+    """Values of environment variables whose names say they hold a secret
+    (:func:`loopkit.redaction.is_secret_name`), read now: litellm takes provider keys from such
+    variables when no ``api_key`` is given."""
     return secret_values(os.environ if environ is None else environ)
 
 
 def secret_values(named: Mapping[str, object]) -> list[str]:
-    """The string values in ``named`` whose names say they hold a secret (see
-    :func:`secret_env_values`), e.g. the extra arguments of a client (``aws_secret_access_key``),
-    longest first."""
+    """The string values in ``named`` whose names say they hold a secret, e.g. the extra
+    arguments of a client (``aws_secret_access_key``), longest first."""
     found = {
         v
         for k, v in named.items()
-        if isinstance(v, str) and _SECRET_NAME.search(k) and len(v) >= _MIN_SECRET_LENGTH
+        if isinstance(v, str) and is_secret_name(k) and len(v) >= _MIN_SECRET_LENGTH
     }
     return sorted(found, key=len, reverse=True)
 
 
 def redact(text: str, secrets: Iterable[str | None] = (), *, environ: bool = True) -> str:
     """``text`` with the given secrets, the values of secret-named environment variables (unless
-    ``environ`` is False) and anything shaped like a credential replaced by ``***``."""
-    known = [s for s in secrets if s and len(s) >= 4]
-    if environ:
-        known.extend(secret_env_values())
-    # Longest first, so a secret that contains another is replaced whole.
-    for secret in sorted(set(known), key=len, reverse=True):
-        text = text.replace(secret, "***")
-    text = _AUTH_SCHEME.sub(
-        lambda m: m.group(1) + "***" if _looks_like_credential(m.group(2)) else m.group(0), text
+    ``environ`` is False) and anything shaped like a credential replaced by ``[redacted]``
+    (one pattern set for everything loopkit writes: :class:`loopkit.redaction.Redactor`)."""
+    given = [s for s in secrets if s]
+    redactor = Redactor(
+        environ=None if environ else {}, secrets=given, min_secret_chars=_MIN_SECRET_LENGTH
     )
-    for pattern in _KEY_PATTERNS:
-        text = pattern.sub(lambda m: m.group(1) + "***", text)
-    return text
-
-
-def _looks_like_credential(value: str) -> bool:
-    """A token rather than a word: it has a digit or a symbol, or capitals after its first
-    letter."""
-    rest = value[1:]
-    return any(c.isdigit() or c in "+/=_-." for c in value) or (
-        any(c.isupper() for c in rest) and any(c.islower() for c in value)
-    )
+    # A given key shorter than the environment's minimum is still the caller's secret.
+    for secret in sorted({s for s in given if 4 <= len(s) < _MIN_SECRET_LENGTH}, key=len)[::-1]:
+        text = text.replace(secret, REDACTED)
+    return redactor.redact(text)
 
 
 def describe(error: BaseException, secrets: Iterable[str | None] = ()) -> str:
