@@ -1,11 +1,14 @@
-"""The UI server process: a hung application times out instead of hanging the server, and an
-application the server launched itself ends with it."""
+"""The UI server process: a hung application times out instead of hanging the server, an
+application the server launched itself ends with it, and what it writes only its owner reads."""
 
 from __future__ import annotations
 
 import os
+import shutil
 import signal
+import stat
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -80,3 +83,37 @@ def test_launched_application_ends_with_the_server(
     while time.monotonic() < deadline and launched[0] in _processes_with(marker):
         time.sleep(0.1)
     assert launched[0] not in _processes_with(marker)
+
+
+def _mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+def test_trees_and_screenshots_are_private(
+    headless_desktop: HeadlessDesktop, tmp_path: Path
+) -> None:
+    # As the demo runs it: LOOPKIT_UI_OUTPUT_DIR names a folder that does not exist yet.
+    run_dir = tmp_path / "run"
+    out = run_dir / "ui"
+    env = {"PYTHONPATH": str(EXAMPLES_DIR), "INVOICE_APP_LOG": str(tmp_path / "app.log")}
+    with running_app(headless_desktop, [PYTHON, "-m", "invoice_app"], env=env):
+        args = ["-m", "loopkit_ui.server", "--app-name", "invoice_app", "--attach-timeout", "20"]
+        server_env = headless_desktop.child_env({"LOOPKIT_UI_OUTPUT_DIR": str(out)})
+        with UIServerClient(args, env=server_env) as ui:
+            written = [Path(ui.call("ui_tree")["path"]), Path(ui.call("ui_screenshot")["path"]),
+                       Path(ui.call("ui_tree", format="json")["path"])]  # fmt: skip
+            failed = ui.call("ui_screenshot", target="NoSuchElement")
+            assert failed.error
+        # Without any output folder: a fresh private temp folder.
+        default_env = {k: v for k, v in headless_desktop.child_env().items()
+                       if k != "LOOPKIT_UI_OUTPUT_DIR"}  # fmt: skip
+        with UIServerClient(args, env=default_env) as ui:
+            default_tree = Path(ui.call("ui_tree")["path"])
+    assert sorted(out.iterdir()) == sorted(written)  # the failed screenshot left no empty file
+    for path in (*written, default_tree):
+        assert path.stat().st_size > 0
+        assert _mode(path) == 0o600, path
+    for folder in (out, run_dir, default_tree.parent):
+        assert _mode(folder) == 0o700, folder
+    assert default_tree.parent.parent == Path(tempfile.gettempdir())
+    shutil.rmtree(default_tree.parent)
