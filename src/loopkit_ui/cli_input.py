@@ -38,6 +38,7 @@ __all__ = [
     "non_negative_seconds",
     "positive_int",
     "positive_seconds",
+    "printable",
     "shown",
 ]
 
@@ -67,6 +68,14 @@ def shown(value: object) -> str:
     """A name as it can be printed on one line: quoted, control characters and undecodable
     bytes escaped."""
     return repr(os.fspath(value) if isinstance(value, os.PathLike) else str(value))
+
+
+def printable(value: object) -> str:
+    """``value`` as text when every character prints plainly, else :func:`shown` (a file name
+    with a newline, a bidi override or an undecodable byte cannot break or disguise a line)."""
+    text = os.fspath(value) if isinstance(value, os.PathLike) else str(value)
+    plain = text.isprintable() and not any("\ud800" <= char <= "\udfff" for char in text)
+    return text if plain else shown(text)
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -161,14 +170,16 @@ def check_readable_file(path: Path, option: str, what: str) -> None:
         raise BadInput(f"{option} {shown(path)}: cannot be read (expected {what})")
 
 
-def check_output_dir(path: Path, option: str) -> None:
+def check_output_dir(path: Path, option: str, *, given: Path | None = None) -> None:
     """A folder that exists, or can be created: no file in its place or on its way. Creating it
-    is left to the command (after every other check), which reports an unwritable place."""
+    is left to the command (after every other check), which reports an unwritable place.
+    ``given``: the input as typed, when ``path`` is the folder it goes into."""
+    given = given or path
     for candidate in (path, *path.absolute().parents):
         if candidate.exists():
             if not candidate.is_dir():
-                where = "is" if candidate == path else f"is under {shown(candidate)}, which is"
-                raise BadInput(f"{option} {shown(path)}: {where} a file, not a folder")
+                where = "is" if candidate == given else f"is under {shown(candidate)}, which is"
+                raise BadInput(f"{option} {shown(given)}: {where} a file, not a folder")
             return
 
 

@@ -118,6 +118,8 @@ def parse_http_address(
     match = re.fullmatch(r"\[([^\[\]]*)\]:([^:]*)", text)
     if match:
         host, port_text = match.groups()
+        if ":" not in host:
+            raise BadInput(f"--http {shown(text)}: brackets hold an IPv6 address, {_EXAMPLE}")
     elif text.startswith("["):
         raise BadInput(f"--http {shown(text)}: expected [IPV6]:PORT, {_EXAMPLE}")
     else:

@@ -17,6 +17,7 @@ must name the bound address (DNS rebinding is refused); a non-loopback address n
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import signal
 import socket
@@ -306,4 +307,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    # A name that is not valid UTF-8 is printed escaped instead of ending in a traceback.
+    with contextlib.suppress(AttributeError):
+        sys.stderr.reconfigure(errors="backslashreplace")  # type: ignore[union-attr]
     sys.exit(main())
