@@ -34,6 +34,7 @@ __all__ = [
     "check_output_dir",
     "check_pid",
     "check_readable_file",
+    "finish",
     "interrupt_on_signals",
     "non_negative_seconds",
     "positive_int",
@@ -181,6 +182,18 @@ def check_output_dir(path: Path, option: str, *, given: Path | None = None) -> N
                 where = "is" if candidate == given else f"is under {shown(candidate)}, which is"
                 raise BadInput(f"{option} {shown(given)}: {where} a file, not a folder")
             return
+
+
+def finish(code: int) -> NoReturn:
+    """Exit with ``code``. After an interrupt the clean-up has run; exit at once then, since a
+    worker thread may still block on a read that never ends (the stdio transport reading
+    stdin) and would keep the interpreter from exiting."""
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    if code == EXIT_INTERRUPTED:
+        os._exit(code)
+    sys.exit(code)
 
 
 @contextlib.contextmanager

@@ -36,6 +36,7 @@ from loopkit_ui.cli_input import (
     check_launch,
     check_output_dir,
     check_pid,
+    finish,
     interrupt_on_signals,
     non_negative_seconds,
     positive_seconds,
@@ -310,4 +311,4 @@ if __name__ == "__main__":
     # A name that is not valid UTF-8 is printed escaped instead of ending in a traceback.
     with contextlib.suppress(AttributeError):
         sys.stderr.reconfigure(errors="backslashreplace")  # type: ignore[union-attr]
-    sys.exit(main())
+    finish(main())

@@ -4,9 +4,11 @@ application the server launched itself ends with it, and what it writes only its
 from __future__ import annotations
 
 import os
+import secrets
 import shutil
 import signal
 import stat
+import subprocess
 import sys
 import tempfile
 import time
@@ -117,3 +119,61 @@ def test_trees_and_screenshots_are_private(
         assert _mode(folder) == 0o700, folder
     assert default_tree.parent.parent == Path(tempfile.gettempdir())
     shutil.rmtree(default_tree.parent)
+
+
+_INITIALIZE = (
+    '{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": '
+    '"2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}\n'
+)
+
+
+@pytest.mark.parametrize(
+    ("transport", "signum"),
+    [
+        ("stdio", signal.SIGTERM),
+        ("stdio", signal.SIGHUP),
+        ("http", signal.SIGTERM),
+        ("http", signal.SIGINT),
+    ],
+    ids=["stdio-SIGTERM", "stdio-SIGHUP", "http-SIGTERM", "http-SIGINT"],
+)
+def test_stop_signal_ends_cleanly_with_130(
+    tmp_path: Path, transport: str, signum: signal.Signals
+) -> None:
+    tag = secrets.token_hex(8)  # unique: no process of another run matches it
+    marker = f"LOOPKIT_UI_SIGNAL_TEST={tag}"
+    runtime = tmp_path / "runtime"
+    runtime.mkdir(mode=0o700)
+    env = {**os.environ, "XDG_RUNTIME_DIR": str(runtime), "LOOPKIT_UI_SIGNAL_TEST": tag}
+    args = [PYTHON, "-m", "loopkit_ui.server", "--launch", "sleep 300", "--app-name", "none"]
+    if transport == "http":
+        args += ["--http", "127.0.0.1:0"]
+    server = subprocess.Popen(args, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)  # fmt: skip
+    assert server.stdin is not None and server.stdout is not None and server.stderr is not None
+    try:
+        if transport == "http":
+            assert server.stdout.readline().startswith("loopkit-ui MCP server on http://")
+            token_path = Path(server.stdout.readline().split()[3])
+            assert token_path.exists()
+        else:  # answering the handshake: it is serving (and holds stdin open)
+            server.stdin.write(_INITIALIZE)
+            server.stdin.flush()
+            assert '"id":1' in server.stdout.readline().replace(" ", "")
+        launched = [pid for pid in _processes_with(marker) if pid != server.pid]
+        assert len(launched) == 1  # the sleep it launched
+        server.send_signal(signum)
+        assert server.wait(20) == 130
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait()
+        deadline = time.monotonic() + 10
+        while _processes_with(marker) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        left = _processes_with(marker)
+        for pid in left:  # a failed run leaves nothing behind either
+            os.kill(pid, signal.SIGKILL)
+    assert "Traceback" not in server.stderr.read()
+    assert left == []  # the launched app ended with it
+    assert list(runtime.iterdir()) == []  # the generated token file is gone

@@ -26,6 +26,7 @@ from loopkit_ui.cli_input import (
     OneLineParser,
     check_output_dir,
     check_readable_file,
+    finish,
     interrupt_on_signals,
     positive_int,
     printable,
@@ -261,4 +262,4 @@ if __name__ == "__main__":
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(AttributeError):
             stream.reconfigure(errors="backslashreplace")  # type: ignore[union-attr]
-    sys.exit(main())
+    finish(main())
