@@ -249,7 +249,7 @@ class TokenFile:
     @classmethod
     def create(cls) -> TokenFile:
         """Generate a token and write its file."""
-        folder = Path(tempfile.mkdtemp(prefix="loopkit-ui-", dir=_runtime_dir()))
+        folder = Path(tempfile.mkdtemp(prefix="loopkit-ui-token-", dir=_runtime_dir()))
         path = create_private_file(folder / "token")
         token = secrets.token_urlsafe(32)
         path.write_text(token + "\n", encoding="ascii")
