@@ -4,7 +4,8 @@
    confirmed: synthesized input (the fast route, confirmed by accessibility events) beside Qt's
    accessible "Press" action, each without and with the tree diff. Reference: the UI test system
    the spec describes reports about 200 ms a click and about 3,000 ms with the diff.
-2. A tree snapshot of the invoice app holding about 500 accessible nodes: the bulk read
+2. One read over stdio beside streamable HTTP with the bearer token and the Host/Origin checks.
+3. A tree snapshot of the invoice app holding about 500 accessible nodes: the bulk read
    (Collection.GetMatches + one pipelined burst) beside reading node by node, with our D-Bus
    client and with libatspi (PyGObject), the usual way.
 
@@ -15,6 +16,7 @@ Prints figures and ratios; asserts only that the work was really done. Run:
 from __future__ import annotations
 
 import json
+import secrets
 import statistics
 import subprocess
 import sys
@@ -32,6 +34,7 @@ from loopkit_ui.testing import UIServerClient, desktop_available
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 ROUNDS = 15
 SNAPSHOTS = 15
+READS = 60
 ITEMS_FOR_500_NODES = 95  # 5 nodes a row (header + 4 cells) + the rest of the window
 REFERENCE_CLICK_MS = 200.0
 REFERENCE_DIFF_MS = 3000.0
@@ -108,6 +111,60 @@ def test_click_latency(ui: UIServerClient) -> None:
     print(f"  vs reference ~{REFERENCE_CLICK_MS:.0f} ms click: {REFERENCE_CLICK_MS / fast:5.1f}x faster;"
           f" vs ~{REFERENCE_DIFF_MS:.0f} ms with diff: {REFERENCE_DIFF_MS / fast_diff:5.1f}x faster")  # fmt: skip
     print("  targets: <= 50 ms, <= 150 ms with diff")
+
+
+def test_read_latency_stdio_and_http(
+    ui: UIServerClient, desktop: HeadlessDesktop, tmp_path: Path
+) -> None:
+    """One read (ui_get_text) over stdio beside streamable HTTP with the bearer token, Host
+    and Origin checks every HTTP request now goes through. Every answer is checked."""
+    import asyncio
+
+    from loopkit.mcp import MCPClient
+
+    expected = ui.call("ui_get_text", target="TotalLabel").text
+    assert expected.startswith("Total: "), expected
+    stdio_ms = []
+    for _ in range(READS):
+        answer = ui.call("ui_get_text", target="TotalLabel")
+        assert not answer.error and answer.text == expected, answer
+        stdio_ms.append(answer.ms)
+
+    token = secrets.token_urlsafe(32)
+    token_file = tmp_path / "token"
+    token_file.write_text(token)
+    token_file.chmod(0o600)
+    server = subprocess.Popen(
+        [sys.executable, "-m", "loopkit_ui.server", "--http", "127.0.0.1:0", "--token-file",
+         str(token_file), "--app-name", "invoice_app", "--output-dir", str(tmp_path / "ui")],
+        env=desktop.child_env(), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+    )  # fmt: skip
+    try:
+        assert server.stdout is not None
+        url = server.stdout.readline().split()[-1]
+
+        async def reads() -> list[float]:
+            times = []
+            headers = {"Authorization": f"Bearer {token}"}
+            async with MCPClient.http(url, headers=headers) as client:
+                read = {t.name: t for t in await client.list_tools()}["ui_get_text"]
+                for number in range(READS + 5):
+                    start = time.perf_counter()
+                    text = await read.invoke({"target": "TotalLabel"})
+                    if number >= 5:  # after a warm-up
+                        times.append((time.perf_counter() - start) * 1000)
+                    assert text == expected, text
+            return times
+
+        http_ms = asyncio.run(reads())
+    finally:
+        server.terminate()
+        server.wait(10)
+    stdio, http = statistics.median(stdio_ms), statistics.median(http_ms)
+    print(f"\n\nRead latency, ui_get_text, call -> answer ({READS} reads each, all checked)")
+    print(f"  MCP over stdio                               {_stats(stdio_ms)}")
+    print(f"  streamable HTTP, token + Host/Origin checks {_stats(http_ms)}  "
+          f"({http / stdio:.2f}x stdio)")  # fmt: skip
 
 
 def test_tree_snapshot_500_nodes(

@@ -5,457 +5,103 @@
     python -m loopkit_ui.server --launch "python -m invoice_app"   # start the app itself
 
 The server attaches to the application lazily, on each call if needed (so the app may start
-later or restart after a rebuild). Trees and screenshots go to files; answers carry the path.
-Tool descriptions state typical times measured on the invoice app under Xvfb (see
-``docs/ui-server.md`` and ``bench/ui_bench.py``).
+later or restart after a rebuild). Trees and screenshots go to private files (folders 0700,
+files 0600); answers carry the path.
+
+Over HTTP every request needs a bearer token: the server writes a new one to a private file and
+prints that file's path (never the token), or reads yours with --token-file. Host and Origin
+must name the bound address (DNS rebinding is refused); a non-loopback address needs
+--allow-remote.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
+import signal
 import socket
 import sys
 from collections.abc import Sequence
-from typing import Annotated, Literal
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from mcp.server.mcpserver import MCPServer
-from mcp_types import CallToolResult
-from pydantic import Field
+from loopkit_ui.cli_input import (
+    EXIT_BAD_INPUT,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    BadInput,
+    Interrupted,
+    OneLineParser,
+    check_launch,
+    check_output_dir,
+    check_pid,
+    finish,
+    interrupt_on_signals,
+    non_negative_seconds,
+    positive_seconds,
+    shown,
+)
+from loopkit_ui.http_security import HttpAddress, TokenFile, parse_http_address, read_token_file
+from loopkit_ui.private_files import make_private_dir
 
-from loopkit_ui.assertions import TextMatch, check
-from loopkit_ui.backends.protocol import ClickMethod, Expectation, Locator, WaitCondition
-from loopkit_ui.service import UIService, answer, render_tree
+if TYPE_CHECKING:
+    from loopkit_ui.server_tools import TIMINGS, build_server
+    from loopkit_ui.service import UIService
 
 __all__ = ["TIMINGS", "build_server", "main"]
 
-# Typical times measured with bench/ui_bench.py on the invoice app (Xvfb, 2 shared cores);
-# they go into the tool descriptions so a model can plan. Keep them in step with the bench.
-TIMINGS = {
-    "click": "about 30 ms when the click has a visible effect (about 45 ms with diff; about "
-    "130 ms with method=action); about 300 ms when nothing happens, as it waits that long for "
-    "a first accessibility event",
-    "read": "about 3 ms",
-    "tree": "about 10 ms for the invoice app (about 35 nodes), about 70 ms for 500 nodes",
-    "type": "about 25 ms",
-    "set_cell": "about 45 ms",
-    "windows": "about 5 ms",
-    "screenshot": "about 55 ms",
-}
-
-Target = Annotated[
-    str,
-    Field(description="the element's accessible id (tried first) or its name (visible label)"),
-]
-Row = Annotated[int | None, Field(description="table row (from 0) when target is a table")]
-Column = Annotated[int | None, Field(description="table column (from 0) with row")]
-Window = Annotated[str | None, Field(description="only search this top-level window (id or title)")]
-Diff = Annotated[
-    bool,
-    Field(description="also return the tree diff (appeared/disappeared/changed, max 30 each)"),
-]
-Appear = Annotated[
-    list[str] | None,
-    Field(description="ids/names that must appear; the action fails if they do not"),
-]
-Disappear = Annotated[list[str] | None, Field(description="ids/names that must disappear")]
-ExpectTimeout = Annotated[float, Field(gt=0, le=60, description="seconds for appear/disappear")]
-
-_LOCATE = "Elements are found by id first, then by name; with row and column the target is a table."
-_ACTION_ANSWER = (
-    "Answers with success, id, ms, effect (how it was confirmed), active_dialog and windows "
-    "(count, opened, closed)."
-)
+PROG = "python -m loopkit_ui.server"
 
 
-def _loc(target: str, row: int | None, column: int | None, window: str | None) -> Locator:
-    return Locator(target=target, row=row, column=column, window=window)
+def __getattr__(name: str) -> Any:
+    # The tools (and the mcp SDK under them) load on first use: the command line answers bad
+    # input before paying for that import.
+    if name in ("TIMINGS", "build_server"):
+        from loopkit_ui import server_tools
+
+        return getattr(server_tools, name)
+    raise AttributeError(f"module 'loopkit_ui.server' has no attribute {name!r}")
 
 
-def _expect(
-    appear: list[str] | None, disappear: list[str] | None, timeout: float
-) -> Expectation | None:
-    if not appear and not disappear:
-        return None
-    return Expectation(appear=appear or [], disappear=disappear or [], timeout=timeout)
-
-
-def build_server(service: UIService) -> MCPServer:
-    """An MCPServer with the ``ui_*`` tools over ``service``."""
-    server: MCPServer = MCPServer(
-        name="loopkit-ui",
-        instructions=(
-            "Drive the desktop application through its accessibility tree like a tester. Use ids "
-            "from ui_tree (written to a file: read it). Every action reports windows opened and "
-            "closed and the active dialog: answer dialogs before anything else."
-        ),
-    )
-    b = service.backend
-    add = server.add_tool
-
-    # -- read ----------------------------------------------------------------------------
-
-    async def ui_list_windows() -> CallToolResult:
-        return await service.call(lambda: {"windows": b.list_windows()})
-
-    add(
-        ui_list_windows,
-        description=f"List the app's top-level windows, dialogs included "
-        f"(title, id, role, is_dialog, active). Typical time: {TIMINGS['windows']}.",
-    )
-
-    async def ui_tree(
-        window: Window = None,
-        node_budget: Annotated[int, Field(ge=1, le=20000)] = 2000,
-        format: Literal["text", "json"] = "text",
-    ) -> CallToolResult:
-        def run() -> dict[str, object]:
-            snapshot = b.snapshot(window=window, node_budget=node_budget)
-            suffix = ".txt" if format == "text" else ".json"
-            path = service.next_path("tree", suffix)
-            body = render_tree(snapshot) if format == "text" else snapshot.model_dump_json()
-            path.write_text(body, encoding="utf-8")
-            with_ids = sum(1 for n in snapshot.nodes if n.id)
-            return {
-                "path": str(path),
-                "nodes": len(snapshot.nodes),
-                "with_ids": with_ids,
-                "truncated": snapshot.truncated,
-                "ms": snapshot.ms,
-            }
-
-        return await service.call(run)
-
-    add(
-        ui_tree,
-        description="Write the accessibility tree (one node a line: role 'name' #id "
-        "[states] = text) to a file and answer with its path, node count and whether the node "
-        f"budget cut it. Read the file for ids. Typical time: {TIMINGS['tree']}.",
-    )
-
-    async def ui_get_element(
-        target: Target, row: Row = None, column: Column = None, window: Window = None
-    ) -> CallToolResult:
-        return await service.call(lambda: b.get_element(_loc(target, row, column, window)))
-
-    add(
-        ui_get_element,
-        description="Read one element live: id, name, role, states, text, value, "
-        f"bounds, enabled, visible, window. {_LOCATE} Typical time: {TIMINGS['read']}.",
-    )
-
-    async def ui_get_text(
-        target: Target, row: Row = None, column: Column = None, window: Window = None
-    ) -> CallToolResult:
-        def run() -> str:
-            info = b.get_element(_loc(target, row, column, window))
-            return info.text if info.text is not None else info.name
-
-        return await service.call(run)
-
-    add(
-        ui_get_text,
-        description="The text of an element (a label's text, a field's content, a "
-        f"cell's text). {_LOCATE} Typical time: {TIMINGS['read']}.",
-    )
-
-    async def ui_get_property(
-        target: Target,
-        property: Annotated[str, Field(description="e.g. value, enabled, bounds, role, states")],
-        row: Row = None,
-        column: Column = None,
-        window: Window = None,
-    ) -> CallToolResult:
-        return await service.call(
-            lambda: {
-                "property": property,
-                "value": b.get_property(_loc(target, row, column, window), property),
-            }
-        )
-
-    add(
-        ui_get_property,
-        description="One property of an element by name (an element field or "
-        f"a toolkit attribute). Typical time: {TIMINGS['read']}.",
-    )
-
-    async def ui_get_cell(table: Target, row: int, column: int) -> CallToolResult:
-        return await service.call(lambda: b.get_element(_loc(table, row, column, None)))
-
-    add(
-        ui_get_cell,
-        description="Read the cell at row/column (from 0, headers excluded) of the "
-        f"table with this id. Typical time: {TIMINGS['read']}.",
-    )
-
-    # -- act -----------------------------------------------------------------------------
-
-    def _clicker(name: str, button: str, count: int) -> None:
-        async def tool(
-            target: Target,
-            row: Row = None,
-            column: Column = None,
-            window: Window = None,
-            method: Annotated[
-                ClickMethod,
-                Field(
-                    description="auto: synthesized mouse input, the accessible action when "
-                    "off screen; input; action (Qt's Press, ~100 ms slower)"
-                ),
-            ] = "auto",
-            diff: Diff = False,
-            expect_appear: Appear = None,
-            expect_disappear: Disappear = None,
-            expect_timeout: ExpectTimeout = 3.0,
-        ) -> CallToolResult:
-            expectation = _expect(expect_appear, expect_disappear, expect_timeout)
-            return await service.call(
-                lambda: b.click(
-                    _loc(target, row, column, window),
-                    button=button,  # type: ignore[arg-type]
-                    count=count,
-                    method=method,
-                    expect=expectation,
-                    diff=diff,
-                ),
-                limit=service.call_timeout + expect_timeout,
-            )
-
-        tool.__name__ = name
-        what = {
-            "ui_click": "Click",
-            "ui_double_click": "Double-click",
-            "ui_right_click": "Right-click",
-        }[name]
-        add(
-            tool,
-            name=name,
-            description=f"{what} an element like a user and wait for the "
-            f"effect (accessibility events, or expect_appear/expect_disappear). {_LOCATE} "
-            f"{_ACTION_ANSWER} Typical time: {TIMINGS['click']}.",
-        )
-
-    _clicker("ui_click", "left", 1)
-    _clicker("ui_double_click", "left", 2)
-    _clicker("ui_right_click", "right", 1)
-
-    async def ui_hover(
-        target: Target, row: Row = None, column: Column = None, window: Window = None
-    ) -> CallToolResult:
-        return await service.call(lambda: b.hover(_loc(target, row, column, window)))
-
-    add(
-        ui_hover,
-        description=f"Move the mouse over an element. {_ACTION_ANSWER} Typical time: "
-        f"{TIMINGS['click']}.",
-    )
-
-    async def ui_type_text(
-        target: Target,
-        text: str,
-        clear: Annotated[bool, Field(description="replace the content (default) or append")] = True,
-        window: Window = None,
-        diff: Diff = False,
-    ) -> CallToolResult:
-        return await service.call(
-            lambda: b.type_text(_loc(target, None, None, window), text, clear=clear, diff=diff)
-        )
-
-    add(
-        ui_type_text,
-        description="Focus a text field and type text with the keyboard, then "
-        "read it back (success false and detail when the field shows something else). For table "
-        f"cells use ui_set_cell. {_ACTION_ANSWER} Typical time: {TIMINGS['type']}.",
-    )
-
-    async def ui_press_keys(
-        keys: Annotated[str, Field(description="e.g. 'Enter', 'ctrl+s', 'shift+Tab Tab', 'F2'")],
-        target: Annotated[str | None, Field(description="focus this element first")] = None,
-        window: Window = None,
-        diff: Diff = False,
-    ) -> CallToolResult:
-        locator = _loc(target, None, None, window) if target else None
-        return await service.call(lambda: b.press_keys(keys, locator=locator, diff=diff))
-
-    add(
-        ui_press_keys,
-        description="Press keys or key combinations (space separated) on the "
-        f"focused element or on target. {_ACTION_ANSWER} Typical time: {TIMINGS['type']}.",
-    )
-
-    async def ui_select_item(
-        target: Target,
-        item: Annotated[str, Field(description="the item's name, or '#N' for index N")],
-        window: Window = None,
-        diff: Diff = False,
-    ) -> CallToolResult:
-        return await service.call(
-            lambda: b.select_item(_loc(target, None, None, window), item, diff=diff)
-        )
-
-    add(
-        ui_select_item,
-        description="Select an item of a list, tab list or combo box. "
-        f"{_ACTION_ANSWER} Typical time: {TIMINGS['click']}.",
-    )
-
-    async def ui_drag_and_drop(
-        source: Target, target: Target, window: Window = None, diff: Diff = False
-    ) -> CallToolResult:
-        return await service.call(
-            lambda: b.drag_and_drop(
-                _loc(source, None, None, window), _loc(target, None, None, window), diff=diff
-            )
-        )
-
-    add(
-        ui_drag_and_drop,
-        description="Drag source onto target with the mouse. "
-        f"{_ACTION_ANSWER} Typical time: about 150 ms.",
-    )
-
-    async def ui_set_cell(
-        table: Target, row: int, column: int, text: str, diff: Diff = False
-    ) -> CallToolResult:
-        return await service.call(
-            lambda: b.set_cell(_loc(table, row, column, None), text, diff=diff)
-        )
-
-    add(
-        ui_set_cell,
-        description="Edit a table cell like a user (double-click, type, Enter) and "
-        "read it back: success false with detail when the cell did not take the text (e.g. a "
-        f"read-only column). {_ACTION_ANSWER} Typical time: {TIMINGS['set_cell']}.",
-    )
-
-    # -- assert --------------------------------------------------------------------------
-
-    def _asserter(name: str, what: str) -> None:
-        async def tool(
-            target: Target,
-            expected: Annotated[bool, Field(description="true: it should hold; false: not")] = True,
-            row: Row = None,
-            column: Column = None,
-            window: Window = None,
-        ) -> CallToolResult:
-            return await _assert(_loc(target, row, column, window), what, expected, "equals")
-
-        tool.__name__ = name
-        claim = "exists" if what == "exists" else f"is {what}"
-        add(
-            tool,
-            name=name,
-            description=f"Assert that an element {claim} (or not, with "
-            "expected=false). An error answer means the assertion failed; it shows the actual "
-            f"state. Typical time: {TIMINGS['read']}.",
-        )
-
-    async def _assert(
-        locator: Locator, what: str, expected: str | bool, match: TextMatch
-    ) -> CallToolResult:
-        try:
-            result = await service.run(
-                lambda: check(b, locator, what, expected=expected, match=match)  # type: ignore[arg-type]
-            )
-        except Exception as error:  # a UIError or bad input: answer it
-            return answer(f"{type(error).__name__}: {error}", error=True)
-        body = result.model_dump(mode="json")
-        body["message"] = result.message()
-        return answer(body, error=not result.passed)
-
-    _asserter("ui_assert_exists", "exists")
-    _asserter("ui_assert_visible", "visible")
-    _asserter("ui_assert_enabled", "enabled")
-
-    def _text_asserter(name: str, what: str) -> None:
-        async def tool(
-            target: Target,
-            expected: str,
-            match: Annotated[TextMatch, Field(description="equals, contains or regex")] = "equals",
-            row: Row = None,
-            column: Column = None,
-            window: Window = None,
-        ) -> CallToolResult:
-            return await _assert(_loc(target, row, column, window), what, expected, match)
-
-        tool.__name__ = name
-        add(
-            tool,
-            name=name,
-            description=f"Assert the {what} of an element (equals, contains or "
-            f"regex). An error answer means the assertion failed and shows the actual {what}. "
-            f"Typical time: {TIMINGS['read']}.",
-        )
-
-    _text_asserter("ui_assert_value", "value")
-    _text_asserter("ui_assert_text", "text")
-
-    # -- other ---------------------------------------------------------------------------
-
-    async def ui_wait_for(
-        target: Target,
-        condition: Annotated[WaitCondition, Field(description="what to wait for")],
-        value: Annotated[str | None, Field(description="for value/text conditions")] = None,
-        timeout: Annotated[float, Field(gt=0, le=120)] = 5.0,  # noqa: ASYNC109 - a tool argument
-        row: Row = None,
-        column: Column = None,
-        window: Window = None,
-    ) -> CallToolResult:
-        locator = _loc(target, row, column, window)
-        return await service.call(
-            lambda: b.wait_for(locator, condition, value=value, timeout=timeout),
-            limit=timeout + service.call_timeout,
-        )
-
-    add(
-        ui_wait_for,
-        description="Wait until an element appears, disappears, becomes enabled/"
-        "disabled/visible, or its value/text equals value. Driven by accessibility events; "
-        "answers success false with the actual state on timeout.",
-    )
-
-    async def ui_screenshot(
-        target: Annotated[str | None, Field(description="only this element")] = None,
-        window: Window = None,
-    ) -> CallToolResult:
-        path = str(service.next_path("screenshot", ".png"))
-        locator = _loc(target, None, None, window) if target else None
-        return await service.call(lambda: {"path": b.screenshot(path, locator=locator)})
-
-    add(
-        ui_screenshot,
-        description="Save a PNG of the screen or of one element to a file; "
-        f"answers with the path only. Typical time: {TIMINGS['screenshot']}.",
-    )
-
-    return server
-
-
-def _serve_http(server: MCPServer, host: str, port: int) -> None:
-    import anyio
-    import uvicorn
-
-    # Bind and listen first, so that port 0 works and a client that reads the printed address
-    # can connect at once (the backlog holds it until uvicorn accepts). IPPROTO_TCP explicitly:
-    # with protocol 0 asyncio leaves TCP_NODELAY off and every answer waits ~40 ms for an ACK.
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host, port))
-    sock.listen(128)
-    print(f"loopkit-ui MCP server on http://{host}:{sock.getsockname()[1]}/mcp", flush=True)
-    config = uvicorn.Config(server.streamable_http_app(host=host), log_level="warning")
-    anyio.run(lambda: uvicorn.Server(config).serve(sockets=[sock]))
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Command line entry point."""
-    parser = argparse.ArgumentParser(
-        prog="python -m loopkit_ui.server",
+def _parser() -> argparse.ArgumentParser:
+    parser = OneLineParser(
+        prog=PROG,
         description=__doc__,
+        epilog="exit status: 0 stopped normally (stdin closed), 1 failed (an unexpected "
+        "error), 2 bad input (one line on stderr; nothing was started or created), 130 "
+        "interrupted (Ctrl+C, SIGTERM, SIGHUP; a launched app is ended)",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--http", metavar="HOST:PORT", help="serve streamable HTTP, not stdio")
+    parser.add_argument(
+        "--http",
+        metavar="HOST:PORT",
+        help="serve streamable HTTP at http://HOST:PORT/mcp, not stdio; IPv6 as [::1]:PORT; "
+        "port 0 picks a free one (the first line printed is the URL)",
+    )
+    parser.add_argument(
+        "--token-file",
+        type=Path,
+        metavar="PATH",
+        help="with --http: read the bearer token from this file (yours, mode 0600, 16+ "
+        "visible ASCII characters); default: a new token in a private file whose path is "
+        "printed (second line), removed at exit",
+    )
+    parser.add_argument(
+        "--allow-remote",
+        action="store_true",
+        help="with --http: allow a non-loopback address (0.0.0.0, ::, a LAN address). The "
+        "token still applies, but plain HTTP crosses the network unencrypted",
+    )
+    parser.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="with --http: also accept this Host name (e.g. the machine's name behind "
+        "--allow-remote); repeatable. Default: the bound address, and localhost, 127.0.0.1 "
+        "and [::1] on loopback",
+    )
     parser.add_argument(
         "--backend", choices=["atspi", "uia"], help="default: LOOPKIT_UI_BACKEND, else by platform"
     )
@@ -475,45 +121,194 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--launch-cwd", help="working directory for --launch")
     parser.add_argument(
         "--output-dir",
-        default=os.environ.get("LOOPKIT_UI_OUTPUT_DIR"),
-        help="folder for trees and screenshots (env LOOPKIT_UI_OUTPUT_DIR)",
+        type=Path,
+        default=os.environ.get("LOOPKIT_UI_OUTPUT_DIR") or None,
+        help="folder for trees and screenshots (env LOOPKIT_UI_OUTPUT_DIR); created 0700, "
+        "files 0600; default: a new private temp folder",
     )
-    parser.add_argument("--timeout", type=float, default=20.0, help="seconds per call (20)")
+    parser.add_argument(
+        "--timeout", type=positive_seconds, default=20.0, help="seconds per call (20)"
+    )
     parser.add_argument(
         "--attach-timeout",
-        type=float,
+        type=non_negative_seconds,
         default=3.0,
         help="seconds a call waits for the application to appear before failing (3)",
     )
-    args = parser.parse_args(argv)
-    host, port = "", 0
-    if args.http:
-        host, _, port_text = args.http.rpartition(":")
-        if not host or not port_text.isdigit():
-            parser.error(f"--http expects HOST:PORT, e.g. 127.0.0.1:8765, got {args.http!r}")
-        port = int(port_text)
-    service = UIService(
-        backend_name=args.backend,
-        app_name=args.app_name,
-        pid=args.pid,
-        output_dir=args.output_dir,
-        call_timeout=args.timeout,
-        launch=UIService.parse_launch(args.launch),
-        launch_cwd=args.launch_cwd,
-        attach_timeout=args.attach_timeout,
-    )
-    server = build_server(service)
+    return parser
+
+
+def _check(args: argparse.Namespace) -> tuple[HttpAddress | None, str | None, list[str] | None]:
+    """Every input checked before anything starts: the address, the token file, the app to
+    attach to or launch, the output folder. BadInput names the first wrong one."""
+    address = None
+    if args.http is not None:
+        address = parse_http_address(
+            args.http, allow_remote=args.allow_remote, allow_hosts=tuple(args.allow_host)
+        )
+    else:
+        for option, given in (("--token-file", args.token_file), ("--allow-host", args.allow_host),
+                              ("--allow-remote", args.allow_remote)):  # fmt: skip
+            if given:
+                raise BadInput(f"{option} applies to --http; without --http the server uses stdio")
+    token = read_token_file(args.token_file) if args.token_file is not None else None
+    if args.pid is not None:
+        check_pid(args.pid)
+    launch = check_launch(args.launch, args.launch_cwd) if args.launch is not None else None
+    if args.launch_cwd is not None and launch is None:
+        raise BadInput(f"--launch-cwd {shown(args.launch_cwd)} applies to --launch only")
+    _check_backend(args.backend)
+    if args.output_dir is not None:
+        check_output_dir(args.output_dir, "--output-dir")
+    return address, token, launch
+
+
+def _check_backend(name: str | None) -> None:
+    from loopkit_ui.backends import default_backend_name
+    from loopkit_ui.backends.protocol import UIError
+
     try:
-        if args.http:
-            _serve_http(server, host, port)
-        else:
-            server.run("stdio")
-    except KeyboardInterrupt:
-        pass
+        chosen = name or default_backend_name()
+    except UIError as error:
+        raise BadInput(str(error)) from None
+    needs = {"atspi": "linux", "uia": "win32"}[chosen]
+    if not sys.platform.startswith(needs):
+        where = "Windows (UI Automation)" if chosen == "uia" else "Linux (AT-SPI over D-Bus)"
+        raise BadInput(f"--backend {chosen}: this backend needs {where}")
+
+
+def _listen(address: HttpAddress) -> socket.socket:
+    """Bind and listen first, so that port 0 works and a client that reads the printed address
+    can connect at once (the backlog holds it until uvicorn accepts). IPPROTO_TCP explicitly:
+    with protocol 0 asyncio leaves TCP_NODELAY off and every answer waits ~40 ms for an ACK."""
+    sock = socket.socket(address.family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if address.family == socket.AF_INET6 and address.ip.is_unspecified:
+            sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+        sock.bind((str(address.ip), address.port))
+        sock.listen(128)
+    except OSError as error:
+        sock.close()
+        where = f"{address.url_host()}:{address.port}"
+        raise BadInput(f"--http: cannot listen on {where}: {error.strerror or error}") from None
+    return sock
+
+
+def _serve_http(
+    service: UIService, sock: socket.socket, address: HttpAddress, token: str, note: str
+) -> None:
+    import anyio
+    import uvicorn
+
+    from loopkit_ui.http_security import StaticTokenVerifier
+    from loopkit_ui.server_tools import build_server
+
+    port = sock.getsockname()[1]
+    if address.ip.is_unspecified:  # a URL a local client can use; remote ones use a name
+        host = "[::1]" if address.ip.version == 6 else "127.0.0.1"
+    else:
+        host = address.url_host()
+    url = f"http://{host}:{port}"
+    verifier = StaticTokenVerifier(token)
+    server = build_server(service, auth=verifier.auth_settings(url), token_verifier=verifier)
+    app = server.streamable_http_app(transport_security=address.transport_security(port))
+    print(f"loopkit-ui MCP server on {url}/mcp", flush=True)
+    print(note, flush=True)
+    print(f"accepted Host values: {', '.join(address.accepted_hosts(port))}", file=sys.stderr)
+    if not address.loopback:
+        print(
+            f"warning: serving on {address.url_host()}, reachable from other machines over "
+            "plain HTTP: the token crosses the network unencrypted",
+            file=sys.stderr,
+            flush=True,
+        )
+    config = uvicorn.Config(
+        app, log_level="warning", lifespan="on", proxy_headers=False, server_header=False
+    )
+    uv_server = uvicorn.Server(config)
+    if hasattr(signal, "SIGHUP"):
+        # uvicorn shuts down gracefully on SIGTERM only: route SIGHUP there.
+        signal.signal(signal.SIGHUP, lambda signum, frame: signal.raise_signal(signal.SIGTERM))
+    anyio.run(lambda: uv_server.serve(sockets=[sock]))
+
+
+def _service(args: argparse.Namespace, launch: list[str] | None) -> UIService:
+    from loopkit_ui.backends.protocol import UIError
+    from loopkit_ui.service import UIService
+
+    try:
+        return UIService(
+            backend_name=args.backend,
+            app_name=args.app_name,
+            pid=args.pid,
+            output_dir=args.output_dir,
+            call_timeout=args.timeout,
+            launch=launch,
+            launch_cwd=args.launch_cwd,
+            attach_timeout=args.attach_timeout,
+        )
+    except OSError as error:
+        what = f"--launch {shown(args.launch)}" if launch else "the server"
+        raise BadInput(f"{what}: cannot start: {error.strerror or error}") from None
+    except UIError as error:
+        raise BadInput(str(error)) from None
+
+
+def _run(args: argparse.Namespace) -> int:
+    address, token, launch = _check(args)
+    sock = _listen(address) if address is not None else None
+    made: TokenFile | None = None
+    note = ""
+    try:
+        if args.output_dir is not None:
+            try:
+                make_private_dir(args.output_dir)
+            except OSError as error:
+                raise BadInput(
+                    f"--output-dir {shown(args.output_dir)}: cannot create the folder "
+                    f"({error.strerror or error})"
+                ) from None
+        if sock is not None and address is not None:
+            if token is None:
+                made = TokenFile.create()
+                token = made.token
+                note = f"bearer token in {made.path} (send: Authorization: Bearer <its content>)"
+            else:
+                note = f"bearer token from {args.token_file}"
+        service = _service(args, launch)
+        try:
+            if sock is not None and address is not None and token is not None:
+                _serve_http(service, sock, address, token, note)
+            else:
+                from loopkit_ui.server_tools import build_server
+
+                build_server(service).run("stdio")
+        finally:
+            service.close()
     finally:
-        service.close()
-    return 0
+        if sock is not None:
+            sock.close()
+        if made is not None:
+            made.remove()
+    return EXIT_OK
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Command line entry point; returns the exit status (see ``--help``)."""
+    args = _parser().parse_args(argv)
+    try:
+        with interrupt_on_signals():
+            return _run(args)
+    except BadInput as error:
+        print(f"{PROG}: error: {error}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except (Interrupted, KeyboardInterrupt):
+        return EXIT_INTERRUPTED
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # A name that is not valid UTF-8 is printed escaped instead of ending in a traceback.
+    with contextlib.suppress(AttributeError):
+        sys.stderr.reconfigure(errors="backslashreplace")  # type: ignore[union-attr]
+    finish(main())

@@ -28,6 +28,7 @@ from pydantic import BaseModel
 from loopkit.child_env import child_environment
 from loopkit_ui.backends import create_backend
 from loopkit_ui.backends.protocol import TreeSnapshot, UIBackend, UIError, UITimeoutError
+from loopkit_ui.private_files import create_private_file, make_private_dir
 
 __all__ = ["UIService", "render_tree"]
 
@@ -112,15 +113,26 @@ class UIService:
             config["attach_timeout"] = attach_timeout
         self.backend = backend or create_backend(backend_name, **config)
         self.call_timeout = call_timeout
-        base = output_dir or Path(tempfile.gettempdir()) / f"loopkit-ui-{os.getpid()}"
-        self.output_dir = Path(base)
-        self.output_dir.mkdir(parents=True, exist_ok=True)
+        # Trees and screenshots show what the app shows: folders 0700, files 0600. The default
+        # folder is a fresh one (mkdtemp: 0700, a name nobody can guess or plant beforehand).
+        self.output_dir = (
+            make_private_dir(Path(output_dir))
+            if output_dir
+            else Path(tempfile.mkdtemp(prefix="loopkit-ui-"))
+        )
         self._counter = itertools.count(1)
 
     def next_path(self, kind: str, suffix: str) -> Path:
-        """A fresh file name in the output folder, e.g. ``tree-003-142501.txt``."""
-        stamp = time.strftime("%H%M%S")
-        return self.output_dir / f"{kind}-{next(self._counter):03d}-{stamp}{suffix}"
+        """A new, empty 0600 file in the output folder, e.g. ``tree-003-142501.txt`` (written
+        into afterwards, it keeps its mode). Never an existing file or a symlink planted there:
+        a name that is taken is skipped."""
+        while True:
+            stamp = time.strftime("%H%M%S")
+            path = self.output_dir / f"{kind}-{next(self._counter):03d}-{stamp}{suffix}"
+            try:
+                return create_private_file(path)
+            except FileExistsError:
+                continue  # another server writing to the same folder took this name
 
     async def run(self, fn: Callable[[], _T], *, limit: float | None = None) -> _T:
         """Run a blocking backend call in a worker thread, bounded by ``limit`` seconds."""

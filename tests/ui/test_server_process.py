@@ -1,11 +1,16 @@
-"""The UI server process: a hung application times out instead of hanging the server, and an
-application the server launched itself ends with it."""
+"""The UI server process: a hung application times out instead of hanging the server, an
+application the server launched itself ends with it, and what it writes only its owner reads."""
 
 from __future__ import annotations
 
 import os
+import secrets
+import shutil
 import signal
+import stat
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -80,3 +85,95 @@ def test_launched_application_ends_with_the_server(
     while time.monotonic() < deadline and launched[0] in _processes_with(marker):
         time.sleep(0.1)
     assert launched[0] not in _processes_with(marker)
+
+
+def _mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+def test_trees_and_screenshots_are_private(
+    headless_desktop: HeadlessDesktop, tmp_path: Path
+) -> None:
+    # As the demo runs it: LOOPKIT_UI_OUTPUT_DIR names a folder that does not exist yet.
+    run_dir = tmp_path / "run"
+    out = run_dir / "ui"
+    env = {"PYTHONPATH": str(EXAMPLES_DIR), "INVOICE_APP_LOG": str(tmp_path / "app.log")}
+    with running_app(headless_desktop, [PYTHON, "-m", "invoice_app"], env=env):
+        args = ["-m", "loopkit_ui.server", "--app-name", "invoice_app", "--attach-timeout", "20"]
+        server_env = headless_desktop.child_env({"LOOPKIT_UI_OUTPUT_DIR": str(out)})
+        with UIServerClient(args, env=server_env) as ui:
+            written = [Path(ui.call("ui_tree")["path"]), Path(ui.call("ui_screenshot")["path"]),
+                       Path(ui.call("ui_tree", format="json")["path"])]  # fmt: skip
+            failed = ui.call("ui_screenshot", target="NoSuchElement")
+            assert failed.error
+        # Without any output folder: a fresh private temp folder.
+        default_env = {k: v for k, v in headless_desktop.child_env().items()
+                       if k != "LOOPKIT_UI_OUTPUT_DIR"}  # fmt: skip
+        with UIServerClient(args, env=default_env) as ui:
+            default_tree = Path(ui.call("ui_tree")["path"])
+    assert sorted(out.iterdir()) == sorted(written)  # the failed screenshot left no empty file
+    for path in (*written, default_tree):
+        assert path.stat().st_size > 0
+        assert _mode(path) == 0o600, path
+    for folder in (out, run_dir, default_tree.parent):
+        assert _mode(folder) == 0o700, folder
+    assert default_tree.parent.parent == Path(tempfile.gettempdir())
+    shutil.rmtree(default_tree.parent)
+
+
+_INITIALIZE = (
+    '{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": '
+    '"2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}\n'
+)
+
+
+@pytest.mark.parametrize(
+    ("transport", "signum"),
+    [
+        ("stdio", signal.SIGTERM),
+        ("stdio", signal.SIGHUP),
+        ("http", signal.SIGTERM),
+        ("http", signal.SIGINT),
+    ],
+    ids=["stdio-SIGTERM", "stdio-SIGHUP", "http-SIGTERM", "http-SIGINT"],
+)
+def test_stop_signal_ends_cleanly_with_130(
+    tmp_path: Path, transport: str, signum: signal.Signals
+) -> None:
+    tag = secrets.token_hex(8)  # unique: no process of another run matches it
+    marker = f"LOOPKIT_UI_SIGNAL_TEST={tag}"
+    runtime = tmp_path / "runtime"
+    runtime.mkdir(mode=0o700)
+    env = {**os.environ, "XDG_RUNTIME_DIR": str(runtime), "LOOPKIT_UI_SIGNAL_TEST": tag}
+    args = [PYTHON, "-m", "loopkit_ui.server", "--launch", "sleep 300", "--app-name", "none"]
+    if transport == "http":
+        args += ["--http", "127.0.0.1:0"]
+    server = subprocess.Popen(args, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)  # fmt: skip
+    assert server.stdin is not None and server.stdout is not None and server.stderr is not None
+    try:
+        if transport == "http":
+            assert server.stdout.readline().startswith("loopkit-ui MCP server on http://")
+            token_path = Path(server.stdout.readline().split()[3])
+            assert token_path.exists()
+        else:  # answering the handshake: it is serving (and holds stdin open)
+            server.stdin.write(_INITIALIZE)
+            server.stdin.flush()
+            assert '"id":1' in server.stdout.readline().replace(" ", "")
+        launched = [pid for pid in _processes_with(marker) if pid != server.pid]
+        assert len(launched) == 1  # the sleep it launched
+        server.send_signal(signum)
+        assert server.wait(20) == 130
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait()
+        deadline = time.monotonic() + 10
+        while _processes_with(marker) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        left = _processes_with(marker)
+        for pid in left:  # a failed run leaves nothing behind either
+            os.kill(pid, signal.SIGKILL)
+    assert "Traceback" not in server.stderr.read()
+    assert left == []  # the launched app ended with it
+    assert list(runtime.iterdir()) == []  # the generated token file is gone

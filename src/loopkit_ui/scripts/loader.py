@@ -183,17 +183,26 @@ def validate_document(document: Any, source: Path | str) -> Script:
 
 def _read_json(path: Path) -> Any:
     try:
+        if path.exists() and not path.is_file():
+            # A folder, a pipe or a device: reading it would fail or never end.
+            raise ScriptLoadError(path, ["not a regular file (expected a JSON script)"])
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise ScriptLoadError(path, ["file not found"]) from None
+    except UnicodeDecodeError as error:
+        raise ScriptLoadError(
+            path, [f"not UTF-8 text (byte {error.start}): expected a JSON script in UTF-8"]
+        ) from None
     except OSError as error:
-        raise ScriptLoadError(path, [f"cannot read the file: {error}"]) from None
+        raise ScriptLoadError(path, [f"cannot read the file: {error.strerror or error}"]) from None
     try:
         return json.loads(text)
     except json.JSONDecodeError as error:
         raise ScriptLoadError(
             path, [f"not valid JSON at line {error.lineno} column {error.colno}: {error.msg}"]
         ) from None
+    except RecursionError:
+        raise ScriptLoadError(path, ["JSON nested too deeply to read"]) from None
 
 
 def _run_steps(steps: Sequence[Step], where: str) -> Iterable[tuple[str, RunStep]]:

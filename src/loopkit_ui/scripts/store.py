@@ -7,6 +7,7 @@ redacted (:func:`~loopkit_ui.scripts.redact.redacted_result`): no secret reaches
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sqlite3
 from collections.abc import Iterator
@@ -19,7 +20,7 @@ from loopkit_ui.scripts.findings import normalise_stack_line, normalise_title
 from loopkit_ui.scripts.redact import redacted_result
 from loopkit_ui.scripts.results import RunResult
 
-__all__ = ["ResultStore"]
+__all__ = ["ResultStore", "ResultStoreError"]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -66,25 +67,75 @@ CREATE TABLE IF NOT EXISTS finding_runs (
 """
 
 
+_TABLES = frozenset({"runs", "findings", "finding_runs"})
+
+
+class ResultStoreError(ValueError):
+    """The file cannot serve as the results database (missing, not SQLite, someone else's):
+    ``path`` and ``reason``."""
+
+    def __init__(self, path: Path, reason: str) -> None:
+        self.path = path
+        self.reason = reason
+        super().__init__(f"{path}: {reason}")
+
+
 class ResultStore:
-    """Runs and findings in one SQLite file (created on first use).
+    """Runs and findings in one SQLite file (created on first use). ``read_only``: only read
+    an existing database, never create or change one.
 
     Every run is redacted by ``redactor`` (default: a :class:`~loopkit.redaction.Redactor`
     reading the environment when the run is recorded) before it is written.
     """
 
-    def __init__(self, path: str | Path, *, redactor: Redactor | None = None) -> None:
+    def __init__(
+        self, path: str | Path, *, read_only: bool = False, redactor: Redactor | None = None
+    ) -> None:
         self.path = Path(path)
+        self.read_only = read_only
         self.redactor = redactor
+
+    def check(self) -> None:
+        """Raise :class:`ResultStoreError` unless the file is a results database, or (when not
+        read-only) absent and to be created. Reads only; creates nothing."""
+        if not self.path.exists():
+            if self.read_only:
+                raise ResultStoreError(self.path, "no such file (expected a results database)")
+            return
+        if not self.path.is_file():
+            raise ResultStoreError(self.path, "not a regular file (expected a database)")
+        try:
+            with contextlib.closing(self._open_read_only()) as db:
+                rows = db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+                tables = {row[0] for row in rows}
+        except sqlite3.Error as error:
+            raise ResultStoreError(self.path, f"not an SQLite database ({error})") from None
+        if not tables:
+            if self.read_only:
+                raise ResultStoreError(self.path, "empty (expected a database written by run)")
+            return  # an empty file or database: ours to fill
+        if not tables >= _TABLES:
+            listed = ", ".join(sorted(tables)) or "none"
+            raise ResultStoreError(
+                self.path, f"an SQLite database, but not one of results (tables: {listed})"
+            )
+
+    def _open_read_only(self) -> sqlite3.Connection:
+        return sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True, timeout=30)
 
     @contextmanager
     def _connect(self) -> Iterator[sqlite3.Connection]:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        # Runs from several processes may share the file: wait for a lock instead of failing.
-        connection = sqlite3.connect(self.path, timeout=30)
+        if self.read_only:
+            self.check()
+            connection = self._open_read_only()
+        else:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            # Runs from several processes may share the file: wait for a lock, do not fail.
+            connection = sqlite3.connect(self.path, timeout=30)
         connection.row_factory = sqlite3.Row
         try:
-            connection.executescript(_SCHEMA)
+            if not self.read_only:
+                connection.executescript(_SCHEMA)
             with connection:
                 yield connection
         finally:

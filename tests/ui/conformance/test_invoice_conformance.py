@@ -260,15 +260,23 @@ def test_missing_app_is_a_clear_error(backend_name: str, platform: Platform) -> 
     assert "application 'no_such_app' is not running" in answer.text
 
 
-def test_streamable_http_transport(backend_name: str, platform: Platform, app: object) -> None:
+def test_streamable_http_transport(
+    backend_name: str, platform: Platform, app: object, tmp_path: Path
+) -> None:
     """The same server over streamable HTTP on loopback, with every backend (Windows too)."""
     import asyncio
+    import secrets
 
-    from mcp import Client
+    from loopkit.mcp import MCPClient
 
+    # The caller's own token file (0600): the server requires it on every HTTP request.
+    token = secrets.token_urlsafe(32)
+    token_file = tmp_path / "token"
+    token_file.write_text(token)
+    token_file.chmod(0o600)
     server = subprocess.Popen(
         [sys.executable, "-m", "loopkit_ui.server", "--http", "127.0.0.1:0",
-         "--backend", backend_name, "--app-name", "invoice_app"],
+         "--backend", backend_name, "--token-file", str(token_file), "--app-name", "invoice_app"],
         env=platform.env(), stdout=subprocess.PIPE, text=True,
     )  # fmt: skip
     try:
@@ -278,7 +286,8 @@ def test_streamable_http_transport(backend_name: str, platform: Platform, app: o
         url = line.split()[-1]
 
         async def use() -> str:
-            async with Client(url) as client:
+            headers = {"Authorization": f"Bearer {token}"}
+            async with MCPClient.http(url, headers=headers) as client:
                 result = await client.call_tool("ui_get_text", {"target": "TotalLabel"})
                 return "".join(getattr(b, "text", "") for b in result.content)
 

@@ -1,0 +1,442 @@
+"""The ``ui_*`` tools of the UI-automation MCP server (official ``mcp`` SDK 2.x), over a
+:class:`~loopkit_ui.service.UIService`. The command line (stdio or HTTP) is
+:mod:`loopkit_ui.server`.
+
+Tool descriptions state typical times measured on the invoice app under Xvfb (see
+``docs/ui-server.md`` and ``bench/test_ui_bench.py``).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated, Literal
+
+from mcp.server.mcpserver import MCPServer
+from mcp_types import CallToolResult
+from pydantic import Field
+
+from loopkit_ui.assertions import TextMatch, check
+from loopkit_ui.backends.protocol import ClickMethod, Expectation, Locator, WaitCondition
+from loopkit_ui.service import UIService, answer, render_tree
+
+if TYPE_CHECKING:
+    from mcp.server.auth.provider import TokenVerifier
+    from mcp.server.auth.settings import AuthSettings
+
+__all__ = ["TIMINGS", "build_server"]
+
+# Typical times measured with bench/ui_bench.py on the invoice app (Xvfb, 2 shared cores);
+# they go into the tool descriptions so a model can plan. Keep them in step with the bench.
+TIMINGS = {
+    "click": "about 30 ms when the click has a visible effect (about 45 ms with diff; about "
+    "130 ms with method=action); about 300 ms when nothing happens, as it waits that long for "
+    "a first accessibility event",
+    "read": "about 3 ms",
+    "tree": "about 10 ms for the invoice app (about 35 nodes), about 70 ms for 500 nodes",
+    "type": "about 25 ms",
+    "set_cell": "about 45 ms",
+    "windows": "about 5 ms",
+    "screenshot": "about 55 ms",
+}
+
+Target = Annotated[
+    str,
+    Field(description="the element's accessible id (tried first) or its name (visible label)"),
+]
+Row = Annotated[int | None, Field(description="table row (from 0) when target is a table")]
+Column = Annotated[int | None, Field(description="table column (from 0) with row")]
+Window = Annotated[str | None, Field(description="only search this top-level window (id or title)")]
+Diff = Annotated[
+    bool,
+    Field(description="also return the tree diff (appeared/disappeared/changed, max 30 each)"),
+]
+Appear = Annotated[
+    list[str] | None,
+    Field(description="ids/names that must appear; the action fails if they do not"),
+]
+Disappear = Annotated[list[str] | None, Field(description="ids/names that must disappear")]
+ExpectTimeout = Annotated[float, Field(gt=0, le=60, description="seconds for appear/disappear")]
+
+_LOCATE = "Elements are found by id first, then by name; with row and column the target is a table."
+_ACTION_ANSWER = (
+    "Answers with success, id, ms, effect (how it was confirmed), active_dialog and windows "
+    "(count, opened, closed)."
+)
+
+
+def _loc(target: str, row: int | None, column: int | None, window: str | None) -> Locator:
+    return Locator(target=target, row=row, column=column, window=window)
+
+
+def _expect(
+    appear: list[str] | None, disappear: list[str] | None, timeout: float
+) -> Expectation | None:
+    if not appear and not disappear:
+        return None
+    return Expectation(appear=appear or [], disappear=disappear or [], timeout=timeout)
+
+
+def build_server(
+    service: UIService,
+    *,
+    auth: AuthSettings | None = None,
+    token_verifier: TokenVerifier | None = None,
+) -> MCPServer:
+    """An MCPServer with the ``ui_*`` tools over ``service``; ``auth`` and ``token_verifier``
+    (the SDK's hooks) make its HTTP app require a bearer token."""
+    server: MCPServer = MCPServer(
+        name="loopkit-ui",
+        auth=auth,
+        token_verifier=token_verifier,
+        instructions=(
+            "Drive the desktop application through its accessibility tree like a tester. Use ids "
+            "from ui_tree (written to a file: read it). Every action reports windows opened and "
+            "closed and the active dialog: answer dialogs before anything else."
+        ),
+    )
+    b = service.backend
+    add = server.add_tool
+
+    # -- read ----------------------------------------------------------------------------
+
+    async def ui_list_windows() -> CallToolResult:
+        return await service.call(lambda: {"windows": b.list_windows()})
+
+    add(
+        ui_list_windows,
+        description=f"List the app's top-level windows, dialogs included "
+        f"(title, id, role, is_dialog, active). Typical time: {TIMINGS['windows']}.",
+    )
+
+    async def ui_tree(
+        window: Window = None,
+        node_budget: Annotated[int, Field(ge=1, le=20000)] = 2000,
+        format: Literal["text", "json"] = "text",
+    ) -> CallToolResult:
+        def run() -> dict[str, object]:
+            snapshot = b.snapshot(window=window, node_budget=node_budget)
+            suffix = ".txt" if format == "text" else ".json"
+            path = service.next_path("tree", suffix)
+            body = render_tree(snapshot) if format == "text" else snapshot.model_dump_json()
+            path.write_text(body, encoding="utf-8")
+            with_ids = sum(1 for n in snapshot.nodes if n.id)
+            return {
+                "path": str(path),
+                "nodes": len(snapshot.nodes),
+                "with_ids": with_ids,
+                "truncated": snapshot.truncated,
+                "ms": snapshot.ms,
+            }
+
+        return await service.call(run)
+
+    add(
+        ui_tree,
+        description="Write the accessibility tree (one node a line: role 'name' #id "
+        "[states] = text) to a file and answer with its path, node count and whether the node "
+        f"budget cut it. Read the file for ids. Typical time: {TIMINGS['tree']}.",
+    )
+
+    async def ui_get_element(
+        target: Target, row: Row = None, column: Column = None, window: Window = None
+    ) -> CallToolResult:
+        return await service.call(lambda: b.get_element(_loc(target, row, column, window)))
+
+    add(
+        ui_get_element,
+        description="Read one element live: id, name, role, states, text, value, "
+        f"bounds, enabled, visible, window. {_LOCATE} Typical time: {TIMINGS['read']}.",
+    )
+
+    async def ui_get_text(
+        target: Target, row: Row = None, column: Column = None, window: Window = None
+    ) -> CallToolResult:
+        def run() -> str:
+            info = b.get_element(_loc(target, row, column, window))
+            return info.text if info.text is not None else info.name
+
+        return await service.call(run)
+
+    add(
+        ui_get_text,
+        description="The text of an element (a label's text, a field's content, a "
+        f"cell's text). {_LOCATE} Typical time: {TIMINGS['read']}.",
+    )
+
+    async def ui_get_property(
+        target: Target,
+        property: Annotated[str, Field(description="e.g. value, enabled, bounds, role, states")],
+        row: Row = None,
+        column: Column = None,
+        window: Window = None,
+    ) -> CallToolResult:
+        return await service.call(
+            lambda: {
+                "property": property,
+                "value": b.get_property(_loc(target, row, column, window), property),
+            }
+        )
+
+    add(
+        ui_get_property,
+        description="One property of an element by name (an element field or "
+        f"a toolkit attribute). Typical time: {TIMINGS['read']}.",
+    )
+
+    async def ui_get_cell(table: Target, row: int, column: int) -> CallToolResult:
+        return await service.call(lambda: b.get_element(_loc(table, row, column, None)))
+
+    add(
+        ui_get_cell,
+        description="Read the cell at row/column (from 0, headers excluded) of the "
+        f"table with this id. Typical time: {TIMINGS['read']}.",
+    )
+
+    # -- act -----------------------------------------------------------------------------
+
+    def _clicker(name: str, button: str, count: int) -> None:
+        async def tool(
+            target: Target,
+            row: Row = None,
+            column: Column = None,
+            window: Window = None,
+            method: Annotated[
+                ClickMethod,
+                Field(
+                    description="auto: synthesized mouse input, the accessible action when "
+                    "off screen; input; action (Qt's Press, ~100 ms slower)"
+                ),
+            ] = "auto",
+            diff: Diff = False,
+            expect_appear: Appear = None,
+            expect_disappear: Disappear = None,
+            expect_timeout: ExpectTimeout = 3.0,
+        ) -> CallToolResult:
+            expectation = _expect(expect_appear, expect_disappear, expect_timeout)
+            return await service.call(
+                lambda: b.click(
+                    _loc(target, row, column, window),
+                    button=button,  # type: ignore[arg-type]
+                    count=count,
+                    method=method,
+                    expect=expectation,
+                    diff=diff,
+                ),
+                limit=service.call_timeout + expect_timeout,
+            )
+
+        tool.__name__ = name
+        what = {
+            "ui_click": "Click",
+            "ui_double_click": "Double-click",
+            "ui_right_click": "Right-click",
+        }[name]
+        add(
+            tool,
+            name=name,
+            description=f"{what} an element like a user and wait for the "
+            f"effect (accessibility events, or expect_appear/expect_disappear). {_LOCATE} "
+            f"{_ACTION_ANSWER} Typical time: {TIMINGS['click']}.",
+        )
+
+    _clicker("ui_click", "left", 1)
+    _clicker("ui_double_click", "left", 2)
+    _clicker("ui_right_click", "right", 1)
+
+    async def ui_hover(
+        target: Target, row: Row = None, column: Column = None, window: Window = None
+    ) -> CallToolResult:
+        return await service.call(lambda: b.hover(_loc(target, row, column, window)))
+
+    add(
+        ui_hover,
+        description=f"Move the mouse over an element. {_ACTION_ANSWER} Typical time: "
+        f"{TIMINGS['click']}.",
+    )
+
+    async def ui_type_text(
+        target: Target,
+        text: str,
+        clear: Annotated[bool, Field(description="replace the content (default) or append")] = True,
+        window: Window = None,
+        diff: Diff = False,
+    ) -> CallToolResult:
+        return await service.call(
+            lambda: b.type_text(_loc(target, None, None, window), text, clear=clear, diff=diff)
+        )
+
+    add(
+        ui_type_text,
+        description="Focus a text field and type text with the keyboard, then "
+        "read it back (success false and detail when the field shows something else). For table "
+        f"cells use ui_set_cell. {_ACTION_ANSWER} Typical time: {TIMINGS['type']}.",
+    )
+
+    async def ui_press_keys(
+        keys: Annotated[str, Field(description="e.g. 'Enter', 'ctrl+s', 'shift+Tab Tab', 'F2'")],
+        target: Annotated[str | None, Field(description="focus this element first")] = None,
+        window: Window = None,
+        diff: Diff = False,
+    ) -> CallToolResult:
+        locator = _loc(target, None, None, window) if target else None
+        return await service.call(lambda: b.press_keys(keys, locator=locator, diff=diff))
+
+    add(
+        ui_press_keys,
+        description="Press keys or key combinations (space separated) on the "
+        f"focused element or on target. {_ACTION_ANSWER} Typical time: {TIMINGS['type']}.",
+    )
+
+    async def ui_select_item(
+        target: Target,
+        item: Annotated[str, Field(description="the item's name, or '#N' for index N")],
+        window: Window = None,
+        diff: Diff = False,
+    ) -> CallToolResult:
+        return await service.call(
+            lambda: b.select_item(_loc(target, None, None, window), item, diff=diff)
+        )
+
+    add(
+        ui_select_item,
+        description="Select an item of a list, tab list or combo box. "
+        f"{_ACTION_ANSWER} Typical time: {TIMINGS['click']}.",
+    )
+
+    async def ui_drag_and_drop(
+        source: Target, target: Target, window: Window = None, diff: Diff = False
+    ) -> CallToolResult:
+        return await service.call(
+            lambda: b.drag_and_drop(
+                _loc(source, None, None, window), _loc(target, None, None, window), diff=diff
+            )
+        )
+
+    add(
+        ui_drag_and_drop,
+        description="Drag source onto target with the mouse. "
+        f"{_ACTION_ANSWER} Typical time: about 150 ms.",
+    )
+
+    async def ui_set_cell(
+        table: Target, row: int, column: int, text: str, diff: Diff = False
+    ) -> CallToolResult:
+        return await service.call(
+            lambda: b.set_cell(_loc(table, row, column, None), text, diff=diff)
+        )
+
+    add(
+        ui_set_cell,
+        description="Edit a table cell like a user (double-click, type, Enter) and "
+        "read it back: success false with detail when the cell did not take the text (e.g. a "
+        f"read-only column). {_ACTION_ANSWER} Typical time: {TIMINGS['set_cell']}.",
+    )
+
+    # -- assert --------------------------------------------------------------------------
+
+    def _asserter(name: str, what: str) -> None:
+        async def tool(
+            target: Target,
+            expected: Annotated[bool, Field(description="true: it should hold; false: not")] = True,
+            row: Row = None,
+            column: Column = None,
+            window: Window = None,
+        ) -> CallToolResult:
+            return await _assert(_loc(target, row, column, window), what, expected, "equals")
+
+        tool.__name__ = name
+        claim = "exists" if what == "exists" else f"is {what}"
+        add(
+            tool,
+            name=name,
+            description=f"Assert that an element {claim} (or not, with "
+            "expected=false). An error answer means the assertion failed; it shows the actual "
+            f"state. Typical time: {TIMINGS['read']}.",
+        )
+
+    async def _assert(
+        locator: Locator, what: str, expected: str | bool, match: TextMatch
+    ) -> CallToolResult:
+        try:
+            result = await service.run(
+                lambda: check(b, locator, what, expected=expected, match=match)  # type: ignore[arg-type]
+            )
+        except Exception as error:  # a UIError or bad input: answer it
+            return answer(f"{type(error).__name__}: {error}", error=True)
+        body = result.model_dump(mode="json")
+        body["message"] = result.message()
+        return answer(body, error=not result.passed)
+
+    _asserter("ui_assert_exists", "exists")
+    _asserter("ui_assert_visible", "visible")
+    _asserter("ui_assert_enabled", "enabled")
+
+    def _text_asserter(name: str, what: str) -> None:
+        async def tool(
+            target: Target,
+            expected: str,
+            match: Annotated[TextMatch, Field(description="equals, contains or regex")] = "equals",
+            row: Row = None,
+            column: Column = None,
+            window: Window = None,
+        ) -> CallToolResult:
+            return await _assert(_loc(target, row, column, window), what, expected, match)
+
+        tool.__name__ = name
+        add(
+            tool,
+            name=name,
+            description=f"Assert the {what} of an element (equals, contains or "
+            f"regex). An error answer means the assertion failed and shows the actual {what}. "
+            f"Typical time: {TIMINGS['read']}.",
+        )
+
+    _text_asserter("ui_assert_value", "value")
+    _text_asserter("ui_assert_text", "text")
+
+    # -- other ---------------------------------------------------------------------------
+
+    async def ui_wait_for(
+        target: Target,
+        condition: Annotated[WaitCondition, Field(description="what to wait for")],
+        value: Annotated[str | None, Field(description="for value/text conditions")] = None,
+        timeout: Annotated[float, Field(gt=0, le=120)] = 5.0,  # noqa: ASYNC109 - a tool argument
+        row: Row = None,
+        column: Column = None,
+        window: Window = None,
+    ) -> CallToolResult:
+        locator = _loc(target, row, column, window)
+        return await service.call(
+            lambda: b.wait_for(locator, condition, value=value, timeout=timeout),
+            limit=timeout + service.call_timeout,
+        )
+
+    add(
+        ui_wait_for,
+        description="Wait until an element appears, disappears, becomes enabled/"
+        "disabled/visible, or its value/text equals value. Driven by accessibility events; "
+        "answers success false with the actual state on timeout.",
+    )
+
+    async def ui_screenshot(
+        target: Annotated[str | None, Field(description="only this element")] = None,
+        window: Window = None,
+    ) -> CallToolResult:
+        locator = _loc(target, None, None, window) if target else None
+
+        def run() -> dict[str, str]:
+            path = service.next_path("screenshot", ".png")  # created 0600, then written into
+            try:
+                return {"path": b.screenshot(str(path), locator=locator)}
+            except BaseException:
+                path.unlink(missing_ok=True)  # no empty file left by a failed screenshot
+                raise
+
+        return await service.call(run)
+
+    add(
+        ui_screenshot,
+        description="Save a PNG of the screen or of one element to a file; "
+        f"answers with the path only. Typical time: {TIMINGS['screenshot']}.",
+    )
+
+    return server
