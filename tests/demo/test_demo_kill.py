@@ -158,3 +158,36 @@ def test_sigterm_and_sighup_end_the_run_like_ctrl_c(tmp_path: Path, signum: int)
 )
 def test_exit_status_is_only_0_1_2_or_130(status: int, code: int) -> None:
     assert exit_status(status) == code
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
+def test_a_signal_while_the_desktop_starts_ends_quietly_with_130(
+    tmp_path: Path, signum: int
+) -> None:
+    """The signal reaches the demo while its session is starting Xvfb (a wrapper on PATH makes
+    that moment last): 130, no traceback, nothing left, the card untouched."""
+    import shutil
+
+    bin_dir = tmp_path / "slow-bin"
+    bin_dir.mkdir()
+    real = shutil.which("Xvfb")
+    assert real is not None
+    (bin_dir / "Xvfb").write_text(f'#!/bin/sh\nsleep 0.5\nexec {real} "$@"\n')
+    (bin_dir / "Xvfb").chmod(0o755)
+    card = copy_card(tmp_path, CARD)
+    before = card.read_bytes()
+    demo = start_demo(tmp_path, card, env={"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"})
+    seen: set[int] = set()
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and demo.poll() is None:
+        seen |= descendants(demo.pid)
+        if any("slow-bin/Xvfb" in cmdline(p) for p in seen):
+            break
+        time.sleep(0.005)
+    demo.send_signal(signum)
+    output, _ = demo.communicate(timeout=120)
+    assert demo.returncode == 130, output
+    assert "Traceback" not in output
+    assert survivors(seen | carrying(str(bin_dir))) == []
+    assert card.read_bytes() == before
+    assert not (tmp_path / "runs").exists()
