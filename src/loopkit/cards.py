@@ -9,13 +9,19 @@ category: Improvement
 Body with **Acceptance criteria** ...
 ```
 States move New → In Work → Done / Failed. Writing a state back changes only the ``state:`` line
-of the front matter; the body is left byte for byte as it was.
+of the front matter; the body is left byte for byte as it was. The file keeps its mode (and, where
+allowed, its owner), and a card reached through a symlink is written at the symlink's target.
+
+A card larger than ``max_bytes`` (64 KiB by default) is refused unread: at most ``max_bytes + 1``
+bytes are ever read, and such a file is never rewritten.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import stat
 import tempfile
 from enum import StrEnum
 from pathlib import Path
@@ -25,6 +31,9 @@ import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from loopkit.errors import CardError, describe_validation_error
+
+#: Cards are short Markdown files; a larger file is refused unread.
+MAX_CARD_BYTES = 64 * 1024
 
 _FRONT_MATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)", re.DOTALL)
 _STATE_LINE = re.compile(r"^(state[ \t]*:[ \t]*)([^\r\n]*?)([ \t]*\r?)$", re.MULTILINE)
@@ -110,16 +119,11 @@ class Card(BaseModel):
         return cls(path=path, front_matter=fm, body=text[m.end() :], text=text)
 
     @classmethod
-    def load(cls, path: str | Path) -> Card:
+    def load(cls, path: str | Path, *, max_bytes: int = MAX_CARD_BYTES) -> Card:
+        """Read and parse a card file; :class:`CardError` when it cannot be read (missing, not a
+        regular file, above ``max_bytes``, not UTF-8) or is not a valid card."""
         p = Path(path)
-        try:
-            with p.open(encoding="utf-8", newline="") as f:
-                text = f.read()
-        except FileNotFoundError:
-            raise CardError(f"card file not found: {p}") from None
-        except (OSError, UnicodeDecodeError) as e:
-            raise CardError(f"cannot read card file {p}: {e}") from None
-        return cls.parse(text, p)
+        return cls.parse(read_card_text(p, max_bytes=max_bytes), p)
 
     def with_state(self, state: CardState) -> Card:
         """A copy whose text has ``state:`` set to ``state`` (added if missing); body untouched."""
@@ -145,17 +149,42 @@ class Card(BaseModel):
         return updated
 
 
-def mark_failed_in_file(path: str | Path) -> bool:
+def read_card_text(path: str | Path, *, max_bytes: int = MAX_CARD_BYTES) -> str:
+    """The text of a card file, reading at most ``max_bytes + 1`` bytes; :class:`CardError`
+    naming the file when it is missing, not a regular file, larger than ``max_bytes`` or not
+    UTF-8."""
+    p = Path(path)
+    try:
+        if not stat.S_ISREG(os.stat(p).st_mode):  # a FIFO would block, a device never ends
+            raise CardError(f"card file {p} is not a regular file (a Markdown card was expected)")
+        with p.open("rb") as f:
+            data = f.read(max_bytes + 1)
+    except FileNotFoundError:
+        raise CardError(f"card file not found: {p}") from None
+    except OSError as e:
+        raise CardError(f"cannot read card file {p}: {e.strerror or e}") from None
+    if len(data) > max_bytes:
+        raise CardError(
+            f"card file {p} is larger than {max_bytes:,} bytes (max_card_bytes); a card is a "
+            "short Markdown file"
+        )
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise CardError(f"cannot read card file {p}: not UTF-8 text (byte {e.start})") from None
+
+
+def mark_failed_in_file(path: str | Path, *, max_bytes: int = MAX_CARD_BYTES) -> bool:
     """Set ``state: Failed`` in a card file that does not parse, if it has front matter at all.
 
     A run refused for a bad card still leaves the card marked; returns False when the file has
-    no front matter (or cannot be read), so there is no state to write.
+    no front matter or cannot be read (missing, above ``max_bytes``, not UTF-8): a file that was
+    refused unread is never rewritten.
     """
     p = Path(path)
     try:
-        with p.open(encoding="utf-8", newline="") as f:
-            text = f.read()
-    except (OSError, UnicodeDecodeError):
+        text = read_card_text(p, max_bytes=max_bytes)
+    except CardError:
         return False
     m = _FRONT_MATTER.match(text)
     if m is None:
@@ -169,12 +198,38 @@ def mark_failed_in_file(path: str | Path) -> bool:
     return True
 
 
+def _umask() -> int:
+    """The process's umask, read without changing it (os.umask would, for every thread)."""
+    with contextlib.suppress(OSError, ValueError):
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    return 0o022
+
+
 def _atomic_write(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=".card-", dir=path.parent)
+    """Replace the file's content atomically (a temporary file renamed over it), keeping its
+    mode and owner, and writing at the target of a symlink instead of replacing the link."""
+    target = Path(os.path.realpath(path))
+    try:
+        before: os.stat_result | None = os.stat(target)
+    except FileNotFoundError:
+        before = None
+    fd, tmp = tempfile.mkstemp(prefix=".card-", dir=target.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
+            # mkstemp creates 0600: give the file the mode it had (a new one: umask's default).
+            if before is not None:
+                os.fchmod(f.fileno(), stat.S_IMODE(before.st_mode))
+                if (before.st_uid, before.st_gid) != (os.geteuid(), os.getegid()):
+                    with contextlib.suppress(PermissionError):  # only root may give files away
+                        os.fchown(f.fileno(), before.st_uid, before.st_gid)
+            else:
+                os.fchmod(f.fileno(), 0o666 & ~_umask())
             f.write(text)
-        os.replace(tmp, path)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise

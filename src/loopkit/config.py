@@ -8,23 +8,31 @@ environment variables (``ANTHROPIC_API_KEY``, ``OPENAI_API_KEY``, ...).
 
 from __future__ import annotations
 
+import os
+import stat
 import sys
 import tomllib
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import (
     BaseSettings,
+    InitSettingsSource,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
-    TomlConfigSettingsSource,
 )
 
 from loopkit.errors import LoopkitError, describe_validation_error
 from loopkit.mcp.config import MCPServerConfig
 
 SCRIPTED = "scripted"
+#: A card file larger than this is refused unread (``max_card_bytes``).
+DEFAULT_MAX_CARD_BYTES = 64 * 1024
+#: Seconds a model request may take (as ``loopkit.providers.litellm.DEFAULT_TIMEOUT``).
+DEFAULT_REQUEST_TIMEOUT = 120.0
+#: A config file larger than this is not a config file.
+MAX_CONFIG_BYTES = 1_000_000
 
 
 class ConfigError(LoopkitError):
@@ -68,6 +76,16 @@ class RunnerConfig(BaseSettings):
     max_output_tokens: int = Field(default=4096, ge=1, description="Output tokens per request.")
     temperature: float | None = Field(default=None, description="Sent only when set.")
     retries: int = Field(default=4, ge=1, description="Attempts per request (transient errors).")
+    request_timeout: float = Field(
+        default=DEFAULT_REQUEST_TIMEOUT,
+        gt=0,
+        description="Seconds one model request may take before it fails as a (retryable) timeout.",
+    )
+    max_card_bytes: int = Field(
+        default=DEFAULT_MAX_CARD_BYTES,
+        ge=1,
+        description="A card file larger than this is refused unread (exit status 2).",
+    )
     transcript: Path | None = Field(
         default=None, description="The scripted model's transcript (default: the card's bundled)."
     )
@@ -101,6 +119,9 @@ class RunnerConfig(BaseSettings):
             raise ValueError("model must be a litellm model string or 'scripted'")
         return value.strip()
 
+    #: The parsed TOML file, lowest precedence (set on the per-file subclass by load_config).
+    file_values: ClassVar[dict[str, Any]] = {}
+
     @property
     def scripted(self) -> bool:
         return self.model == SCRIPTED
@@ -115,9 +136,40 @@ class RunnerConfig(BaseSettings):
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
         sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
-        if settings_cls.model_config.get("toml_file"):
-            sources.append(TomlConfigSettingsSource(settings_cls))
+        file_values = getattr(settings_cls, "file_values", {})
+        if file_values:
+            # The file was read and checked once by load_config; never read it a second time.
+            sources.append(InitSettingsSource(settings_cls, init_kwargs=file_values))
         return tuple(sources)
+
+
+def read_config_file(path: Path) -> dict[str, Any]:
+    """The TOML table in ``path``; a :class:`ConfigError` naming the file for anything else (a
+    missing file, a folder, a device or FIFO, a file too large, not UTF-8, not TOML)."""
+    try:
+        with path.open("rb") as f:
+            info = os.fstat(f.fileno())
+            if not stat.S_ISREG(info.st_mode):
+                raise ConfigError(f"config file {path} is not a regular file (a TOML file)")
+            data = f.read(MAX_CONFIG_BYTES + 1)
+    except FileNotFoundError:
+        raise ConfigError(f"config file not found: {path}") from None
+    except IsADirectoryError:
+        raise ConfigError(f"config file {path} is a directory, not a TOML file") from None
+    except OSError as e:
+        raise ConfigError(f"cannot read config file {path}: {e.strerror or e}") from None
+    if len(data) > MAX_CONFIG_BYTES:
+        raise ConfigError(f"config file {path} is larger than {MAX_CONFIG_BYTES:,} bytes")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ConfigError(
+            f"config file {path} is not UTF-8 text (byte {e.start}); a TOML file was expected"
+        ) from None
+    try:
+        return tomllib.loads(text)  # a syntax error is reported here, with its line
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"config file {path} is not valid TOML: {e}") from None
 
 
 def load_config(path: str | Path | None = None, **overrides: Any) -> RunnerConfig:
@@ -127,17 +179,10 @@ def load_config(path: str | Path | None = None, **overrides: Any) -> RunnerConfi
     cls: type[RunnerConfig] = RunnerConfig
     from_file: dict[str, Any] = {}
     if path is not None:
-        p = Path(path)
-        try:
-            with p.open("rb") as f:
-                from_file = tomllib.load(f)  # a syntax error is reported here, with its line
-        except FileNotFoundError:
-            raise ConfigError(f"config file not found: {p}") from None
-        except tomllib.TOMLDecodeError as e:
-            raise ConfigError(f"config file {p} is not valid TOML: {e}") from None
+        from_file = read_config_file(Path(path))
 
         class FromFile(RunnerConfig):
-            model_config = SettingsConfigDict(**{**RunnerConfig.model_config, "toml_file": p})
+            file_values = from_file
 
         cls = FromFile
     try:

@@ -11,28 +11,43 @@ or from the shell (the command runs inside the desktop; its exit status is passe
     python -m loopkit_ui.session -- pytest tests/ui
 
 Every process of the desktop (the X server, both D-Bus daemons, the AT-SPI registry and everything
-started with :meth:`HeadlessDesktop.spawn`) lives in one process group, so teardown is a single
-``killpg`` plus a sweep of recorded descendants that left the group; nothing is left behind.
+started with :meth:`HeadlessDesktop.spawn`) lives in one process group and carries the desktop's
+marker variable, so teardown is a ``killpg`` plus a sweep of recorded descendants and marked
+processes that left the group; nothing is left behind. The desktop also dies with its owner when
+the owner is SIGKILLed: a guard process (:mod:`loopkit_ui.desktop_guard`) reads a pipe only the
+owner holds and ends the desktop at end-of-file, and each daemon gets ``PR_SET_PDEATHSIG``.
 """
 
 from __future__ import annotations
 
-import argparse
 import contextlib
+import ctypes
 import os
+import re
+import secrets
 import select
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from loopkit_ui import desktop_guard
+
 __all__ = ["DesktopError", "HeadlessDesktop", "main"]
+
+#: Prefix of the marker variable every process of a desktop carries (``LOOPKIT_DESKTOP_<id>=1``).
+MARKER_PREFIX = "LOOPKIT_DESKTOP_"
+_PR_SET_PDEATHSIG = 1
+_HELD_SIGNALS = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
+#: Seconds the guard waits between SIGTERM and SIGKILL when the owner died.
+_GUARD_GRACE_S = 3.0
 
 _AT_SPI_LAUNCHER_CANDIDATES = (
     "/usr/libexec/at-spi-bus-launcher",
@@ -89,17 +104,7 @@ def _read_line(fd: int, timeout: float, what: str) -> str:
 def _children_of(pids: set[int]) -> set[int]:
     """All live descendants of ``pids`` (read from /proc), so that daemons which left the
     process group are still found at teardown."""
-    parent_of: dict[int, int] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            stat = Path(f"/proc/{entry}/stat").read_text()
-        except OSError:
-            continue
-        # The command name is in parentheses and may contain spaces: split after the last ')'.
-        fields = stat[stat.rfind(")") + 2 :].split()
-        parent_of[int(entry)] = int(fields[1])
+    parent_of = {pid: int(fields[1]) for pid, fields in desktop_guard.proc_table().items()}
     found: set[int] = set()
     frontier = set(pids)
     while frontier:
@@ -118,8 +123,33 @@ def pid_alive(pid: int) -> bool:
     return stat[stat.rfind(")") + 2 :].split()[0] != "Z"
 
 
+def _pdeathsig(sig: int) -> Callable[[], None] | None:
+    """A ``preexec_fn`` asking Linux to send ``sig`` to the child when its parent dies.
+
+    The kernel sends it when the *thread* that forked the child exits, so it is set only when
+    forking from the main thread (a worker thread ending would kill a healthy desktop); the guard
+    process covers the other cases.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    parent = os.getpid()
+
+    def preexec() -> None:
+        prctl(_PR_SET_PDEATHSIG, sig, 0, 0, 0)
+        if os.getppid() != parent:  # the parent died before prctl took effect
+            os._exit(1)
+
+    return preexec
+
+
 class HeadlessDesktop:
     """Xvfb + a private D-Bus session + the AT-SPI bus, torn down completely on exit.
+
+    The desktop dies with its owner even when the owner is SIGKILLed (see the module docstring).
 
     Args:
         screen: Xvfb screen geometry ``WIDTHxHEIGHTxDEPTH``.
@@ -136,6 +166,9 @@ class HeadlessDesktop:
     ) -> None:
         if not sys.platform.startswith("linux"):
             raise DesktopError("HeadlessDesktop needs Linux (Xvfb and D-Bus)")
+        problem = screen_problem(screen)
+        if problem:
+            raise DesktopError(problem)
         self.screen = screen
         self.accessibility = accessibility
         self.startup_timeout = startup_timeout
@@ -143,8 +176,12 @@ class HeadlessDesktop:
         self.bus_address: str | None = None
         self.a11y_bus_address: str | None = None
         self.pgid: int | None = None
+        #: The environment variable (``NAME=1``) every process of this desktop carries.
+        self.marker = f"{MARKER_PREFIX}{secrets.token_hex(6).upper()}"
         self._procs: list[subprocess.Popen[bytes]] = []
         self._daemons: list[subprocess.Popen[bytes]] = []
+        self._guard: subprocess.Popen[bytes] | None = None
+        self._guard_fd: int | None = None
         self._runtime_dir: str | None = None
         self._env: dict[str, str] = {}
 
@@ -163,10 +200,15 @@ class HeadlessDesktop:
         self.stop()
 
     def start(self) -> HeadlessDesktop:
-        """Start Xvfb, the D-Bus session and the accessibility bus; returns ``self``."""
-        if self._procs:
+        """Start Xvfb, the D-Bus session and the accessibility bus; returns ``self``.
+
+        Whatever stops the start-up (a daemon that fails, a KeyboardInterrupt) tears down what
+        had started before the exception propagates.
+        """
+        if self._procs or self._guard is not None:
             raise DesktopError("the desktop is already running")
         try:
+            self._start_guard()
             self._runtime_dir = tempfile.mkdtemp(prefix="loopkit-desktop-")
             os.chmod(self._runtime_dir, 0o700)
             self._start_xvfb()
@@ -214,19 +256,21 @@ class HeadlessDesktop:
         if in_group:
             kwargs["process_group"] = self.pgid
         proc = subprocess.Popen(list(argv), env=self.child_env(env), **kwargs)
-        self._procs.append(proc)
+        self._record(proc)
         return proc
 
     def pids(self) -> set[int]:
-        """Every live process of the desktop: the group's members and their descendants."""
-        own = {proc.pid for proc in self._procs if proc.poll() is None}
-        if self.pgid is not None:
-            own |= _group_members(self.pgid)
-        return {pid for pid in own | _children_of(own) if pid_alive(pid)}
+        """Every live process of the desktop: the group's members, the processes carrying its
+        marker variable, and their descendants."""
+        recorded = {p.pid: s for p in self._procs if (s := desktop_guard.start_time(p.pid))}
+        groups = {self.pgid} if self.pgid is not None else set()
+        exclude = {os.getpid()} | ({self._guard.pid} if self._guard else set())
+        found = desktop_guard.desktop_processes(self.marker, groups, recorded, exclude)
+        return set(found)
 
     def stop(self, timeout: float = 5.0) -> None:
         """Terminate every process of the desktop (SIGTERM, then SIGKILL) and remove temp files."""
-        victims = self.pids() if self._procs else set()
+        victims = self.pids()
         # Applications first, while their X server and buses still run (they exit cleanly
         # instead of complaining about a lost display), then the daemons.
         apps = [p for p in self._procs[len(self._daemons) :] if p.poll() is None]
@@ -251,7 +295,7 @@ class HeadlessDesktop:
         if self.pgid is not None:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(self.pgid, signal.SIGKILL)
-        for pid in victims:
+        for pid in victims | self.pids():
             if pid_alive(pid):
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.kill(pid, signal.SIGKILL)
@@ -265,8 +309,103 @@ class HeadlessDesktop:
         if self._runtime_dir:
             shutil.rmtree(self._runtime_dir, ignore_errors=True)
             self._runtime_dir = None
+        self._stop_guard()
+
+    # -- the guard ---------------------------------------------------------------------------
+
+    def _start_guard(self) -> None:
+        read_fd, write_fd = os.pipe()  # both ends close-on-exec: no daemon inherits them
+        # The guard must not carry any desktop's marker: no sweep may end it before its work.
+        env = {k: v for k, v in os.environ.items() if not k.startswith(MARKER_PREFIX)}
+        guard_file = desktop_guard.__file__
+        try:
+            self._guard = subprocess.Popen(
+                [sys.executable, "-I", "-S", guard_file, self.marker, str(_GUARD_GRACE_S)],
+                stdin=read_fd,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                env=env,
+                start_new_session=True,
+            )
+        except BaseException:
+            os.close(write_fd)
+            raise
+        finally:
+            os.close(read_fd)
+        self._guard_fd = write_fd
+
+    def _tell_guard(self, line: str) -> None:
+        if self._guard_fd is not None:
+            with contextlib.suppress(OSError):  # a dead guard: the owner's own teardown still runs
+                os.write(self._guard_fd, line.encode() + b"\n")
+
+    def _record(self, proc: subprocess.Popen[bytes]) -> None:
+        self._procs.append(proc)
+        started = desktop_guard.start_time(proc.pid)
+        if started is not None:
+            self._tell_guard(f"p {proc.pid} {started}")
+
+    def _stop_guard(self) -> None:
+        """Tell the guard the desktop is down (it exits without touching anything) and reap it."""
+        self._tell_guard("done")
+        if self._guard_fd is not None:
+            os.close(self._guard_fd)
+            self._guard_fd = None
+        if self._guard is not None:
+            try:
+                self._guard.wait(5.0)
+            except subprocess.TimeoutExpired:
+                self._guard.kill()
+                self._guard.wait(5.0)
+            self._guard = None
 
     # -- the daemons -------------------------------------------------------------------------
+
+    def _daemon_env(self) -> dict[str, str]:
+        env = dict(os.environ) if not self._env else self.child_env()
+        env[self.marker] = "1"
+        return env
+
+    def _start_daemon(
+        self, argv: list[str], *, new_group: bool = False, **kwargs: Any
+    ) -> subprocess.Popen[bytes]:
+        """Start one daemon: in the desktop's process group (``new_group``: its own, which becomes
+        the desktop's), with the marker and PR_SET_PDEATHSIG, recorded for teardown and the guard.
+
+        SIGINT, SIGTERM and SIGHUP are held meanwhile: a Python handler run inside the fork's
+        hooks would have its KeyboardInterrupt swallowed; held, it is raised right after, with
+        the daemon already recorded.
+        """
+        preexec = _pdeathsig(signal.SIGTERM)
+        held = signal.pthread_sigmask(signal.SIG_BLOCK, _HELD_SIGNALS) if preexec else None
+        try:
+            if preexec is not None and held is not None:
+                set_deathsig, mask = preexec, held
+
+                def preexec() -> None:
+                    signal.pthread_sigmask(signal.SIG_SETMASK, mask)  # the daemon's own mask
+                    set_deathsig()
+
+            proc = subprocess.Popen(
+                argv,
+                env=self._daemon_env(),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                # A new process group inside our session: the other daemons can join it
+                # (setpgid refuses a group of another session).
+                process_group=0 if new_group else self.pgid,
+                preexec_fn=preexec,
+                **kwargs,
+            )
+            if new_group:
+                self.pgid = proc.pid
+                self._tell_guard(f"g {proc.pid}")
+            self._record(proc)
+        finally:
+            if held is not None:
+                signal.pthread_sigmask(signal.SIG_SETMASK, held)
+        return proc
 
     def _start_xvfb(self) -> None:
         xvfb = _find_program("Xvfb")
@@ -274,18 +413,11 @@ class HeadlessDesktop:
         try:
             # -displayfd: Xvfb picks a free display number itself and writes it to the pipe,
             # so parallel desktops never race for the same number.
-            proc = subprocess.Popen(
+            self._start_daemon(
                 [xvfb, "-displayfd", str(write_fd), "-screen", "0", self.screen, *_XVFB_FLAGS],
+                new_group=True,
                 pass_fds=(write_fd,),
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-                # A new process group inside our session: the other daemons can join it
-                # (setpgid refuses a group of another session).
-                process_group=0,
             )
-            self._procs.append(proc)
-            self.pgid = proc.pid
             os.close(write_fd)
             write_fd = -1
             number = _read_line(read_fd, self.startup_timeout, "Xvfb's display number")
@@ -300,22 +432,17 @@ class HeadlessDesktop:
             "QT_LINUX_ACCESSIBILITY_ALWAYS_ON": "1",
             "NO_AT_BRIDGE": "0",
             "GTK_A11Y": "atspi",
+            self.marker: "1",
         }
 
     def _start_dbus(self) -> None:
         dbus = _find_program("dbus-daemon")
         read_fd, write_fd = os.pipe()
         try:
-            proc = subprocess.Popen(
+            self._start_daemon(
                 [dbus, "--session", "--nofork", "--nosyslog", f"--print-address={write_fd}"],
                 pass_fds=(write_fd,),
-                env=self.child_env(),
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-                process_group=self.pgid,
             )
-            self._procs.append(proc)
             os.close(write_fd)
             write_fd = -1
             self.bus_address = _read_line(read_fd, self.startup_timeout, "the D-Bus address")
@@ -327,15 +454,9 @@ class HeadlessDesktop:
 
     def _start_at_spi(self) -> None:
         launcher = _find_program("at-spi-bus-launcher", _AT_SPI_LAUNCHER_CANDIDATES)
-        proc = subprocess.Popen(
-            [launcher, "--launch-immediately"],
-            env=self.child_env(),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            process_group=self.pgid,
-        )
-        self._procs.append(proc)
+        # The launcher starts the accessibility bus (a dbus-daemon) and, through it, the
+        # registry: they inherit its group and its marker, which is how teardown finds them.
+        proc = self._start_daemon([launcher, "--launch-immediately"])
         # Ask the launcher for the accessibility bus address; once it answers, the bus is up.
         # Exporting it as AT_SPI_BUS_ADDRESS spares every client (Qt, Atspi) that round trip.
         deadline = time.monotonic() + self.startup_timeout
@@ -345,7 +466,7 @@ class HeadlessDesktop:
                 raise DesktopError(f"at-spi-bus-launcher exited with status {proc.returncode}")
             result = subprocess.run(
                 [dbus_send, *_GET_A11Y_ADDRESS],
-                env=self.child_env(),
+                env=self._daemon_env(),
                 capture_output=True,
                 text=True,
                 check=False,
@@ -363,58 +484,31 @@ class HeadlessDesktop:
         self._env["AT_SPI_BUS_ADDRESS"] = address
 
 
-def _group_members(pgid: int) -> set[int]:
-    members = set()
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                if os.getpgid(int(entry)) == pgid:
-                    members.add(int(entry))
-    return members
+_SCREEN = re.compile(r"(\d{1,5})x(\d{1,5})x(\d{1,2})")
+_DEPTHS = (8, 15, 16, 24, 30)
 
 
-def _become_subreaper() -> None:
-    """Adopt orphaned descendants (PR_SET_CHILD_SUBREAPER), so none escapes the sweep."""
-    import ctypes
-
-    pr_set_child_subreaper = 36
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL(None, use_errno=True).prctl(pr_set_child_subreaper, 1, 0, 0, 0)
+def screen_problem(screen: str) -> str | None:
+    """None when ``screen`` is a geometry Xvfb accepts, else what is wrong with it."""
+    m = _SCREEN.fullmatch(screen)
+    expected = (
+        "expected WIDTHxHEIGHTxDEPTH like 1280x1024x24 (width and height 1 to 16384, depth "
+        f"{', '.join(map(str, _DEPTHS))})"
+    )
+    if m is None:
+        return f"screen {screen!r}: {expected}"
+    width, height, depth = (int(g) for g in m.groups())
+    if not (1 <= width <= 16384 and 1 <= height <= 16384) or depth not in _DEPTHS:
+        return f"screen {screen!r}: {expected}"
+    return None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m loopkit_ui.session [--screen WxHxD] -- COMMAND...``: run COMMAND on a headless
-    desktop and pass on its exit status."""
-    parser = argparse.ArgumentParser(
-        prog="python -m loopkit_ui.session",
-        description="Run a command on a private headless desktop (Xvfb + D-Bus + AT-SPI).",
-    )
-    parser.add_argument("--screen", default="1280x1024x24", help="Xvfb screen, WxHxDEPTH")
-    parser.add_argument("command", nargs=argparse.REMAINDER, help="-- COMMAND [ARGS...]")
-    args = parser.parse_args(argv)
-    command = list(args.command)
-    if command and command[0] == "--":
-        command = command[1:]
-    if not command:
-        parser.error("missing COMMAND: use python -m loopkit_ui.session -- COMMAND [ARGS...]")
-    _become_subreaper()
-    with HeadlessDesktop(screen=args.screen) as desktop:
-        # The command stays in our (foreground) process group so it can read the terminal;
-        # as a subreaper we adopt whatever it orphans, and teardown sweeps our descendants.
-        proc = desktop.spawn(command, in_group=False)
+    desktop and pass on its exit status (``--help`` lists every status)."""
+    from loopkit_ui.session_cli import main as cli_main
 
-        def forward(signum: int, _frame: object) -> None:
-            with contextlib.suppress(ProcessLookupError):
-                proc.send_signal(signum)
-
-        for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-            signal.signal(signum, forward)
-        status = proc.wait()
-        # Orphans the command left behind were adopted by us (subreaper): end them too.
-        for pid in _children_of({os.getpid()}) - {p.pid for p in desktop._procs}:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, signal.SIGTERM)
-    return status if status >= 0 else 128 - status
+    return cli_main(argv)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,8 @@
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -91,3 +93,87 @@ def test_shipped_example_configs_load() -> None:
     assert models["claude"].startswith("anthropic/")
     assert models["openai"].startswith("openai/")
     assert load_config(root / "local.toml").api_base == "http://127.0.0.1:8000/v1"
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda p: p, "is a directory, not a TOML file"),
+        (lambda p: _bytes(p / "c.toml", b"model = '\xff\xfe'\n"), "is not UTF-8 text"),
+        (lambda p: _bytes(p / "c.toml", b"\x00\x01\x02"), "is not valid TOML"),
+        (lambda p: Path("/dev/zero"), "is not a regular file"),
+        (lambda p: _bytes(p / "big.toml", b"#" * 1_000_001), "is larger than 1,000,000 bytes"),
+        (lambda p: p / "missing.toml", "config file not found"),
+    ],
+)
+def test_a_config_that_is_not_a_toml_file_is_a_clear_error(
+    tmp_path: Path, make: Callable[[Path], Path], message: str
+) -> None:
+    path = make(tmp_path)
+    with pytest.raises(ConfigError, match=message) as e:
+        load_config(path)
+    assert str(path) in str(e.value)
+
+
+def _bytes(path: Path, data: bytes) -> Path:
+    path.write_bytes(data)
+    return path
+
+
+def test_the_config_file_is_read_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Checked and parsed once: what is validated is what is used (no second read by name)."""
+    path = write(tmp_path, "max_rounds = 9\n")
+    opened: list[str] = []
+    real_open = Path.open
+
+    def counting_open(self: Path, *args: Any, **kwargs: Any) -> Any:
+        if self == path:
+            opened.append(str(self))
+        return real_open(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "open", counting_open)
+    assert load_config(path).max_rounds == 9
+    assert len(opened) == 1
+
+
+def test_request_timeout_and_max_card_bytes_defaults_and_bounds(tmp_path: Path) -> None:
+    from loopkit.providers.litellm import DEFAULT_TIMEOUT
+
+    config = load_config()
+    assert config.request_timeout == DEFAULT_TIMEOUT == 120
+    assert config.max_card_bytes == 64 * 1024
+    for text, message in [
+        ("request_timeout = 0\n", "request_timeout: Input should be greater than 0"),
+        ("request_timeout = -1.5\n", "request_timeout: Input should be greater than 0"),
+        ("request_timeout = 'slow'\n", "request_timeout: Input should be a valid number"),
+        ("max_card_bytes = 0\n", "max_card_bytes: Input should be greater than or equal to 1"),
+    ]:
+        with pytest.raises(ConfigError, match=message):
+            load_config(write(tmp_path, text))
+
+
+def test_request_timeout_from_the_file_reaches_the_litellm_client(tmp_path: Path) -> None:
+    from loopkit.demo.run import make_model
+    from loopkit.providers.litellm import LiteLLMChatClient
+
+    path = write(
+        tmp_path,
+        'model = "openai/local-model"\napi_base = "http://127.0.0.1:9/v1"\nrequest_timeout = 7.5\n',
+    )
+    client = make_model(load_config(path), tmp_path / "card.md")
+    assert isinstance(client, LiteLLMChatClient)
+    assert client.timeout == 7.5
+    # and the default when the file says nothing
+    path = write(tmp_path, 'model = "openai/local-model"\napi_base = "http://127.0.0.1:9/v1"\n')
+    default = make_model(load_config(path), tmp_path / "card.md")
+    assert isinstance(default, LiteLLMChatClient) and default.timeout == 120
+
+
+def test_the_example_configs_load_and_state_the_request_timeout() -> None:
+    examples = Path(__file__).resolve().parents[2] / "examples" / "configs"
+    files = sorted(examples.glob("*.toml"))
+    assert files
+    for path in files:
+        config = load_config(path)
+        assert config.request_timeout > 0
+        assert "request_timeout" in path.read_text(encoding="utf-8"), path

@@ -1,12 +1,19 @@
-"""One demo run: scratch repository, model, tools, the card runner, the summary."""
+"""One demo run: settings checked, scratch repository, model, tools, the card runner, the summary.
+
+Everything a user can get wrong (the config, ``[tools]``, the tools provider, ``--log``, the
+transcript, the app source, the card file) is checked by :func:`check_settings` and
+:func:`read_card` before a desktop starts or anything is created; bad input is exit status 2.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import importlib
 import os
+import stat
 from importlib import resources
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from pydantic import ValidationError
@@ -14,10 +21,16 @@ from rich.console import Console
 from rich.markup import escape
 
 from loopkit.abstractions.chat import ChatClient
-from loopkit.cards import Card, CardState, mark_failed_in_file
+from loopkit.cards import Card, CardState, mark_failed_in_file, read_card_text
 from loopkit.config import ConfigError, RunnerConfig
 from loopkit.demo.progress import LiveProgress, summary_table
-from loopkit.demo.workspace import ScratchRepo, WorkspaceError, create_scratch_repo, slug
+from loopkit.demo.workspace import (
+    ScratchRepo,
+    WorkspaceError,
+    check_app_source,
+    create_scratch_repo,
+    slug,
+)
 from loopkit.errors import CardError, describe_validation_error
 from loopkit.middleware.retry import RetryPolicy
 from loopkit.middleware.run_log import RunLog
@@ -68,87 +81,193 @@ def first_line(config: RunnerConfig, card_path: Path) -> str:
     )
 
 
+def _check_key(config: RunnerConfig) -> None:
+    for prefix, variable in _KEY_VARIABLES.items():
+        if config.model.startswith(prefix) and not config.api_base and not os.environ.get(variable):
+            raise ConfigError(
+                f"model {config.model} needs {variable} in the environment (or an api_base for a "
+                "compatible server); without a key, leave --model out to use the scripted model"
+            )
+
+
 def make_model(config: RunnerConfig, card_path: Path) -> ChatClient:
+    """The bare model client the config names (the scripted model plays its transcript)."""
     if config.scripted:
         from loopkit.providers.scripted import ScriptedChatClient
 
         return ScriptedChatClient(transcript_for(config, card_path), strict=config.strict)
-    for prefix, variable in _KEY_VARIABLES.items():
-        if config.model.startswith(prefix) and not config.api_base and not os.environ.get(variable):
-            raise CardError(
-                f"model {config.model} needs {variable} in the environment (or an api_base for a "
-                "compatible server); without a key, leave --model out to use the scripted model"
-            )
+    _check_key(config)
     from loopkit.providers.litellm import LiteLLMChatClient
 
-    return LiteLLMChatClient(config.model, api_base=config.api_base)
+    return LiteLLMChatClient(config.model, api_base=config.api_base, timeout=config.request_timeout)
+
+
+def _tools_module(config: RunnerConfig) -> ModuleType:
+    name = config.tools_provider
+    try:
+        module = importlib.import_module(name)
+    except (ImportError, ValueError, TypeError) as e:  # ValueError/TypeError: "", "..x"
+        raise ConfigError(
+            f"tools_provider {name!r} cannot be imported: {e}. It names a module with "
+            "ToolsConfig and LocalTools (default: loopkit_tools)"
+        ) from None
+    missing = [a for a in ("ToolsConfig", "LocalTools") if not hasattr(module, a)]
+    if missing:
+        raise ConfigError(
+            f"tools_provider {name!r} has no {' and no '.join(missing)}; it must name a module "
+            "with ToolsConfig and LocalTools (default: loopkit_tools)"
+        )
+    return module
+
+
+def tools_config(
+    config: RunnerConfig, *, root: Path, app_folder: str, run_dir: Path
+) -> tuple[ModuleType, Any]:
+    """The tools provider module and its validated ``ToolsConfig`` for a run in ``root``."""
+    module = _tools_module(config)
+    if not isinstance(config.tools.get("app_env", {}), dict):
+        raise ConfigError('[tools]: app_env: expected a table of NAME = "value"')
+    settings: dict[str, Any] = {
+        "root": root,
+        "read_folders": [app_folder, "docs"],
+        "write_folders": [app_folder],
+        "app_output_file": run_dir / "app-output.log",
+        **config.tools,
+    }
+    settings["app_env"] = {
+        "QT_LINUX_ACCESSIBILITY_ALWAYS_ON": "1",
+        "INVOICE_APP_LOG": str(run_dir / "app.log"),
+        **settings.get("app_env", {}),
+    }
+    try:
+        return module, module.ToolsConfig.model_validate(settings)
+    except ValidationError as e:
+        raise ConfigError(f"[tools]: {describe_validation_error(e)}") from None
 
 
 def local_tools(config: RunnerConfig, scratch: ScratchRepo) -> ToolSource:
     """The local tools from the configured provider module (``loopkit_tools`` by default)."""
-    try:
-        module = importlib.import_module(config.tools_provider)
-    except ImportError as e:
-        raise ConfigError(
-            f"tools_provider {config.tools_provider!r} cannot be imported: {e}. It names a module "
-            "with ToolsConfig and LocalTools (default: loopkit_tools)"
-        ) from None
-    settings: dict[str, Any] = {
-        "root": scratch.repo,
-        "read_folders": [scratch.app_folder, "docs"],
-        "write_folders": [scratch.app_folder],
-        "app_output_file": scratch.run_dir / "app-output.log",
-        **config.tools,
-    }
-    app_env = {
-        "QT_LINUX_ACCESSIBILITY_ALWAYS_ON": "1",
-        "INVOICE_APP_LOG": str(scratch.run_dir / "app.log"),
-        **settings.get("app_env", {}),
-    }
-    settings["app_env"] = app_env
-    try:
-        tools_config = module.ToolsConfig.model_validate(settings)
-    except ValidationError as e:
-        raise ConfigError(f"[tools]: {describe_validation_error(e)}") from None
-    tools: ToolSource = module.LocalTools(tools_config)
+    module, settings = tools_config(
+        config, root=scratch.repo, app_folder=scratch.app_folder, run_dir=scratch.run_dir
+    )
+    tools: ToolSource = module.LocalTools(settings)
     return tools
 
 
-async def run_demo(config: RunnerConfig, card_path: Path, console: Console) -> int:
-    """Run ``card_path``: first line, live line, summary; returns the exit code."""
+def _check_creatable(path: Path, what: str) -> None:
+    """``path`` can be created: its nearest existing ancestor is a folder we may write in."""
+    ancestor = path.parent
+    while not ancestor.exists() and ancestor != ancestor.parent:
+        ancestor = ancestor.parent
+    if not ancestor.is_dir():
+        raise ConfigError(f"{what} {path}: {ancestor} is not a folder")
+    if not os.access(ancestor, os.W_OK | os.X_OK):
+        raise ConfigError(f"{what} {path}: cannot create it, {ancestor} is not writable")
+
+
+def check_log_path(log: Path | None) -> None:
+    """The run log can be written at ``log`` (a regular file or a device; never a folder)."""
+    if log is None:
+        return
+    what = "log (--log or `log` in the config)"
+    try:
+        mode = log.stat().st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        _check_creatable(log, what)
+        return
+    except OSError as e:
+        raise ConfigError(f"{what} {log}: {e.strerror or e}") from None
+    if stat.S_ISDIR(mode):
+        raise ConfigError(f"{what} {log} is a directory; expected a file for the JSON-lines log")
+    if not (stat.S_ISREG(mode) or stat.S_ISCHR(mode)):  # a FIFO would block the run
+        raise ConfigError(f"{what} {log} is not a regular file")
+    if not os.access(log, os.W_OK):
+        raise ConfigError(f"{what} {log} is not writable")
+
+
+def check_log_destination(config: RunnerConfig) -> None:
+    """The run log and the run folders can be written (``log``, ``runs_dir``)."""
+    check_log_path(config.log)
+    if config.runs_dir.exists() and not config.runs_dir.is_dir():
+        raise ConfigError(f"runs_dir {config.runs_dir} is not a folder")
+    _check_creatable(config.runs_dir / "run", "runs_dir")
+
+
+def check_model(config: RunnerConfig, card_path: Path) -> None:
+    """The model can be made: the transcript loads (scripted) or the key is there (litellm)."""
+    if not config.scripted:
+        _check_key(config)
+        return
+    from loopkit.providers.scripted import Script
+
+    path = transcript_for(config, card_path)
+    try:
+        Script.load(path)
+    except ValueError as e:  # the scripted model's own loader: missing, not JSON, wrong shape
+        raise ConfigError(f"transcript (--transcript or `transcript`): {e}") from None
+
+
+def check_settings(config: RunnerConfig, card_path: Path) -> None:
+    """Every setting of a run, checked before a desktop starts or anything is created.
+
+    Raises :class:`ConfigError`, :class:`CardError` (no transcript for the card) or
+    :class:`WorkspaceError` (app_source): bad input, exit status 2.
+    """
+    check_log_destination(config)
+    check_app_source(config.app_source)
+    run_dir = config.runs_dir / "checking"  # a stand-in: nothing is created
+    tools_config(config, root=run_dir / "repo", app_folder=config.app_source.name, run_dir=run_dir)
+    check_model(config, card_path)
+
+
+def read_card(config: RunnerConfig, card_path: Path) -> str:
+    """The card file's text; :class:`CardError` when it cannot be read (missing, a folder, above
+    ``max_card_bytes``, not UTF-8): bad input, exit 2, the file is left as it is."""
+    return read_card_text(card_path, max_bytes=config.max_card_bytes)
+
+
+def refuse_invalid_card(
+    config: RunnerConfig, card_path: Path, error: CardError, console: Console
+) -> int:
+    """A card that was read but is not valid: its log says why, it is marked Failed when it has
+    front matter, a summary is shown; returns exit status 2."""
+    runs_dir = config.runs_dir
+    runs_dir.mkdir(parents=True, exist_ok=True)
+    log_path = config.log or runs_dir / f"{slug(card_path.stem)}-invalid-card.jsonl"
+    with RunLog(log_path) as log:
+        log.result("failed", str(error), card_state=CardState.FAILED.value)
+    marked = mark_failed_in_file(card_path, max_bytes=config.max_card_bytes)
+    console.print(
+        summary_table(
+            status="failed",
+            reason=str(error),
+            totals=log.totals(),
+            card_state="Failed" if marked else "unchanged (the file has no front matter)",
+            commit=None,
+            log_path=str(log_path),
+            repo="none",
+        )
+    )
+    return 2
+
+
+async def run_demo(config: RunnerConfig, card: Card, console: Console) -> int:
+    """Run ``card`` (checked by :func:`check_settings` and :func:`read_card` before): first
+    line, live line, summary; returns the exit status."""
+    assert card.path is not None
+    card_path = card.path
     console.print(first_line(config, card_path))
     if not config.scripted:
         from loopkit.providers.litellm import start_background_import
 
         start_background_import()  # litellm takes seconds to import; overlap it with set-up
-    runs_dir = config.runs_dir
-    runs_dir.mkdir(parents=True, exist_ok=True)
-    try:
-        card = Card.load(card_path)
-    except CardError as e:
-        log_path = config.log or runs_dir / f"{slug(card_path.stem)}-invalid-card.jsonl"
-        with RunLog(log_path) as log:
-            log.result("failed", str(e), card_state=CardState.FAILED.value)
-        marked = mark_failed_in_file(card_path)
-        console.print(
-            summary_table(
-                status="failed",
-                reason=str(e),
-                totals=log.totals(),
-                card_state="Failed" if marked else "unchanged (the file has no front matter)",
-                commit=None,
-                log_path=str(log_path),
-                repo="none",
-            )
-        )
-        return 2
     if card.state is not CardState.NEW:
         console.print(
             f"[yellow]note:[/yellow] the card is in state {card.state.value}; running it again"
         )
     try:
         model = make_model(config, card_path)
-        scratch = create_scratch_repo(config.app_source, runs_dir, card_path.stem)
+        scratch = create_scratch_repo(config.app_source, config.runs_dir, card_path.stem)
         tools = local_tools(config, scratch)
     except (WorkspaceError, CardError, ConfigError, OSError) as e:
         console.print(f"[red]error:[/red] {escape(str(e))}")
@@ -181,9 +300,13 @@ async def run_demo(config: RunnerConfig, card_path: Path, console: Console) -> i
             except asyncio.CancelledError:
                 # The runner has marked the card Failed and written the result line.
                 interrupted = True
+                try:
+                    reloaded: Card | None = Card.load(card_path, max_bytes=config.max_card_bytes)
+                except CardError:
+                    reloaded = None  # the summary then says Failed, as the runner wrote
                 outcome = CardRunOutcome(
                     result=RunResult(status="failed", reason="the run was interrupted"),
-                    card=Card.load(card_path),
+                    card=reloaded,
                     totals=log.totals(),
                 )
     commits = scratch.commits_since(base)

@@ -79,13 +79,18 @@ def slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:40] or "card"
 
 
-def create_scratch_repo(app_source: Path, runs_dir: Path, name: str) -> ScratchRepo:
-    """Copy ``app_source`` into a new git repository under ``runs_dir`` and commit it."""
+def check_app_source(app_source: Path) -> None:
+    """``app_source`` is an app package folder (it has a ``__main__.py``)."""
     if not (app_source / "__main__.py").is_file():
         raise WorkspaceError(
             f"app_source {app_source} is not the invoice app (no __main__.py there); set "
             "app_source in the config to the app's package folder"
         )
+
+
+def create_scratch_repo(app_source: Path, runs_dir: Path, name: str) -> ScratchRepo:
+    """Copy ``app_source`` into a new git repository under ``runs_dir`` and commit it."""
+    check_app_source(app_source)
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S-%f")
     run_dir = (runs_dir / f"{stamp}-{slug(name)}").resolve()
     repo = run_dir / "repo"
