@@ -1,35 +1,70 @@
 """loopkit_ui: UI automation for agents: an MCP server over AT-SPI (Linux) and UI Automation
-(Windows), a headless desktop for Linux, and the backend protocol both implement."""
+(Windows), a headless desktop for Linux, and the backend protocol both implement.
+
+Names are loaded on first use: ``python -m loopkit_ui.session`` and the other commands answer
+(and handle a signal) before the backends and pydantic are imported, and runpy finds no command
+module already imported by the package.
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from loopkit_ui.backends import create_backend, default_backend_name
-from loopkit_ui.backends.protocol import (
-    ActionResult,
-    AmbiguousElementError,
-    AppInfo,
-    AppNotFoundError,
-    ElementDisabledError,
-    ElementInfo,
-    ElementNotFoundError,
-    ElementVanishedError,
-    Expectation,
-    Locator,
-    TreeDiff,
-    TreeNode,
-    TreeSnapshot,
-    UIBackend,
-    UIError,
-    UITimeoutError,
-    WaitResult,
-    WindowInfo,
-    WindowReport,
-)
-from loopkit_ui.diff import diff_trees
+from loopkit._lazy import lazy_exports
+
+_EXPORTS: dict[str, str] = {
+    "create_backend": "loopkit_ui.backends",
+    "default_backend_name": "loopkit_ui.backends",
+    "ActionResult": "loopkit_ui.backends.protocol",
+    "AmbiguousElementError": "loopkit_ui.backends.protocol",
+    "AppInfo": "loopkit_ui.backends.protocol",
+    "AppNotFoundError": "loopkit_ui.backends.protocol",
+    "ElementDisabledError": "loopkit_ui.backends.protocol",
+    "ElementInfo": "loopkit_ui.backends.protocol",
+    "ElementNotFoundError": "loopkit_ui.backends.protocol",
+    "ElementVanishedError": "loopkit_ui.backends.protocol",
+    "Expectation": "loopkit_ui.backends.protocol",
+    "Locator": "loopkit_ui.backends.protocol",
+    "TreeDiff": "loopkit_ui.backends.protocol",
+    "TreeNode": "loopkit_ui.backends.protocol",
+    "TreeSnapshot": "loopkit_ui.backends.protocol",
+    "UIBackend": "loopkit_ui.backends.protocol",
+    "UIError": "loopkit_ui.backends.protocol",
+    "UITimeoutError": "loopkit_ui.backends.protocol",
+    "WaitResult": "loopkit_ui.backends.protocol",
+    "WindowInfo": "loopkit_ui.backends.protocol",
+    "WindowReport": "loopkit_ui.backends.protocol",
+    "diff_trees": "loopkit_ui.diff",
+    "DesktopError": "loopkit_ui.session",
+    "HeadlessDesktop": "loopkit_ui.session",
+}
+
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 if TYPE_CHECKING:
+    from loopkit_ui.backends import create_backend, default_backend_name
+    from loopkit_ui.backends.protocol import (
+        ActionResult,
+        AmbiguousElementError,
+        AppInfo,
+        AppNotFoundError,
+        ElementDisabledError,
+        ElementInfo,
+        ElementNotFoundError,
+        ElementVanishedError,
+        Expectation,
+        Locator,
+        TreeDiff,
+        TreeNode,
+        TreeSnapshot,
+        UIBackend,
+        UIError,
+        UITimeoutError,
+        WaitResult,
+        WindowInfo,
+        WindowReport,
+    )
+    from loopkit_ui.diff import diff_trees
     from loopkit_ui.session import DesktopError, HeadlessDesktop
 
 __all__ = [
@@ -58,13 +93,3 @@ __all__ = [
     "default_backend_name",
     "diff_trees",
 ]
-
-
-def __getattr__(name: str) -> Any:
-    # The session module is loaded on first use: ``python -m loopkit_ui.session`` must not find
-    # it already imported by the package (runpy warns about that).
-    if name in ("DesktopError", "HeadlessDesktop"):
-        from loopkit_ui import session
-
-        return getattr(session, name)
-    raise AttributeError(f"module 'loopkit_ui' has no attribute {name!r}")

@@ -239,8 +239,6 @@ def _main(argv: list[str]) -> int:
     args = parse_args(argv)
     import asyncio
 
-    from rich.console import Console
-
     from loopkit.cards import Card
     from loopkit.config import ConfigError, load_config
     from loopkit.demo.run import (
@@ -251,8 +249,9 @@ def _main(argv: list[str]) -> int:
     )
     from loopkit.demo.workspace import WorkspaceError
     from loopkit.errors import CardError
+    from loopkit.redacting_console import RedactingConsole
 
-    console = Console(highlight=False)
+    console = RedactingConsole(highlight=False)  # no secret reaches the screen
     try:
         config = load_config(
             args.config,
