@@ -203,9 +203,11 @@ def _run(args: argparse.Namespace) -> int:
 def _validate(args: argparse.Namespace) -> int:
     problems = validate_files(args.scripts)
     for path, errors in problems.items():
-        print(f"{'ok     ' if not errors else 'INVALID'} {printable(path)}")
-        for error in errors:
-            print(f"        {printable(error)}")
+        if not errors:
+            print(f"ok      {printable(path)}")
+        for error in errors:  # one line per problem: grep-able, and one line for one problem
+            shown = error if error.startswith(str(path)) else f"{path}: {error}"
+            print(f"INVALID {printable(shown)}")
     return EXIT_BAD_INPUT if any(problems.values()) else EXIT_OK
 
 
