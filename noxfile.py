@@ -56,13 +56,24 @@ def demo(session: nox.Session) -> None:
 
 
 # What `nox -s mutate` mutates, and the fast tests that must kill each module's mutants.
-MUTATION_TARGETS: dict[str, tuple[str, list[str]]] = {
+MUTATION_TARGETS: dict[str, tuple[list[str], list[str]]] = {
     "guard": (
-        "src/loopkit_tools/workspace.py",
-        ["tests/tools/test_tools_files.py", "tests/tools/test_tools_paging.py"],
+        [
+            "src/loopkit_tools/workspace.py",
+            "src/loopkit_tools/fd_paths.py",
+            "src/loopkit_tools/fd_walk.py",
+            "src/loopkit_tools/paging.py",
+        ],
+        [
+            "tests/tools/test_tools_files.py",
+            "tests/tools/test_tools_paging.py",
+            "tests/tools/test_tools_refusals.py",
+            "tests/tools/test_tools_listing.py",
+            "tests/tools/test_tools_attacks.py",
+        ],
     ),
     "loop": (
-        "src/loopkit/middleware/function_invocation.py",
+        ["src/loopkit/middleware/function_invocation.py"],
         [
             "tests/core/test_function_invocation.py",
             "tests/core/test_cut_boundaries.py",
@@ -70,12 +81,16 @@ MUTATION_TARGETS: dict[str, tuple[str, list[str]]] = {
         ],
     ),
     "result": (
-        "src/loopkit/result.py",
+        ["src/loopkit/result.py"],
         ["tests/core/test_result_contract.py", "tests/core/test_cards_and_result.py"],
     ),
     "runlog": (
-        "src/loopkit/middleware/run_log.py",
-        ["tests/core/test_run_log.py", "tests/core/test_cut_boundaries.py"],
+        ["src/loopkit/middleware/run_log.py", "src/loopkit/redaction.py"],
+        [
+            "tests/core/test_run_log.py",
+            "tests/core/test_cut_boundaries.py",
+            "tests/core/test_redaction.py",
+        ],
     ),
 }
 
@@ -91,7 +106,7 @@ def mutate(session: nox.Session) -> None:
     unknown = sorted(set(chosen) - set(MUTATION_TARGETS))
     if unknown:
         session.error(f"unknown module(s) {unknown}; choose from {sorted(MUTATION_TARGETS)}")
-    files = [MUTATION_TARGETS[name][0] for name in chosen]
+    files = [f for name in chosen for f in MUTATION_TARGETS[name][0]]
     tests = sorted({t for name in chosen for t in MUTATION_TARGETS[name][1]})
     work = Path(session.create_tmp()) / "-".join(chosen)
     shutil.rmtree(work, ignore_errors=True)

@@ -70,3 +70,28 @@ def test_console_output_otherwise_unchanged() -> None:
                                     commit="abc123 card: fix", log_path="l", repo="r"))  # fmt: skip
         console.print("[bold]bold[/bold] text")
     assert redacting.getvalue() == plain.getvalue()
+
+
+def test_a_retry_is_shown_with_its_reason_and_no_secret(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A retry event (written by the card runner) shows on the console, where the live line is
+    not redrawn too (a log file), with its wait and status, redacted."""
+    plant_environment(monkeypatch)
+    out = io.StringIO()
+    console = RedactingConsole(file=out, width=200, force_terminal=False, highlight=False)
+    monkeypatch.setenv(*LATE)  # after the console was made
+    with LiveProgress(console, max_rounds=60) as progress:
+        progress.on_event(
+            {
+                "type": "retry",
+                "data": {
+                    "round": 3,
+                    "attempt": 1,
+                    "wait_s": 2.5,
+                    "status_code": 429,
+                    "reason": f"rate limited ({planted_text()})",
+                },
+            }
+        )
+    shown = out.getvalue()
+    assert "retry 1 in 2.5 s (HTTP 429): rate limited" in shown
+    assert leaks(shown) == []

@@ -46,6 +46,14 @@ class LiveProgress:
             self.tool = f"{mark} {data['name']} ({data['ms']:.0f} ms)"
             if not self.console.is_terminal:
                 return
+        elif kind == "retry":
+            # A transient provider error: say so on the line, and above it where the line is
+            # not redrawn (a log file, CI), so a slow run is not mistaken for a hung one.
+            status = f"HTTP {data['status_code']}" if data.get("status_code") else "no answer"
+            self.tool = f"↻ retry {data['attempt']} in {data['wait_s']:.1f} s ({status})"
+            if not self.console.is_terminal:
+                self.console.print(f"{self.tool}: {data['reason']}", markup=False, highlight=False)
+                return
         self._live.update(self._render())
 
     def __enter__(self) -> LiveProgress:
