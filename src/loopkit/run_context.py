@@ -24,12 +24,15 @@ from __future__ import annotations
 import contextlib
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
 from loopkit.abstractions.content import UsageDetails
+
+if TYPE_CHECKING:
+    from loopkit.abstractions.content import ChatMessage
 
 __all__ = [
     "RunAware",
@@ -89,6 +92,9 @@ class RunContext:
     metadata: dict[str, Any] = field(default_factory=dict)
     _state: dict[int, tuple[object, Any]] = field(default_factory=dict, repr=False)
     _listeners: list[Callable[[RunEvent], None]] = field(default_factory=list, repr=False)
+    _message_hooks: list[Callable[[list[ChatMessage]], Awaitable[None]]] = field(
+        default_factory=list, repr=False
+    )
 
     @property
     def depth(self) -> int:
@@ -137,6 +143,18 @@ class RunContext:
         for listener in list(self._listeners):
             listener(event)
         return event
+
+    def on_messages(self, hook: Callable[[list[ChatMessage]], Awaitable[None]]) -> None:
+        """Await ``hook(messages)`` each time the run's conversation grows by a complete step:
+        an assistant message with its calls *and* their results, or the final answer (a session
+        stores them as they come, never a call without its result)."""
+        self._message_hooks.append(hook)
+
+    async def messages_added(self, messages: Sequence[ChatMessage]) -> None:
+        """Called by the loop after each complete step; awaits the hooks in order."""
+        batch = list(messages)
+        for hook in list(self._message_hooks):
+            await hook(batch)
 
     def start_middleware(self, clients: object) -> None:
         """Call ``on_run_start(self)`` once per run on each :class:`RunAware` client in the

@@ -100,3 +100,18 @@ def test_run_aware_middleware_is_started_once_per_run() -> None:
     other.start_middleware(top)
     assert top.started == [run.run_id, other.run_id]
     assert bottom.started == [run.run_id, other.run_id]
+
+
+async def test_message_hooks_get_each_complete_step_in_order() -> None:
+    from loopkit.abstractions.content import ChatMessage
+
+    run = RunContext()
+    got: list[list[str]] = []
+
+    async def store(messages: list[ChatMessage]) -> None:
+        got.append([m.text for m in messages])
+
+    run.on_messages(store)
+    await run.messages_added([ChatMessage.from_text("assistant", "a")])
+    await run.messages_added([ChatMessage.from_text("assistant", "b")])
+    assert got == [["a"], ["b"]]

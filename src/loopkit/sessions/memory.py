@@ -1,0 +1,75 @@
+"""``InMemorySession``: a session in a list, for tests and short-lived programs."""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from loopkit.abstractions.content import ChatMessage
+from loopkit.sessions.protocol import check_complete, open_calls_of, trim_to_whole_steps
+
+__all__ = ["InMemorySession"]
+
+
+class InMemorySession:
+    """A :class:`~loopkit.sessions.Session` kept in memory (gone with the process).
+
+    Messages are copied in and out, so a caller changing a message it stored or read does not
+    change the session.
+    """
+
+    def __init__(self, session_id: str = "default") -> None:
+        if not isinstance(session_id, str) or not session_id:
+            raise ValueError(f"session_id must be a non-empty string, got {session_id!r}")
+        self._id = session_id
+        self._messages: list[ChatMessage] = []
+        self._metadata: dict[str, Any] = {}
+        self._lock = asyncio.Lock()
+
+    @property
+    def session_id(self) -> str:
+        return self._id
+
+    def __repr__(self) -> str:
+        return f"InMemorySession({self._id!r}, {len(self._messages)} messages)"
+
+    async def get_messages(self, limit: int | None = None) -> list[ChatMessage]:
+        if limit is not None and limit < 0:
+            raise ValueError(f"limit must be >= 0 or None, got {limit}")
+        async with self._lock:
+            chosen = self._messages if limit is None else self._messages[-limit:] if limit else []
+            return trim_to_whole_steps([m.model_copy(deep=True) for m in chosen])
+
+    async def add_messages(self, messages: Sequence[ChatMessage]) -> None:
+        batch = [m.model_copy(deep=True) for m in messages]
+        async with self._lock:
+            check_complete(batch, open_calls_of(self._messages))
+            self._messages.extend(batch)
+
+    async def pop_message(self) -> ChatMessage | None:
+        async with self._lock:
+            return self._messages.pop() if self._messages else None
+
+    async def clear(self) -> None:
+        async with self._lock:
+            self._messages.clear()
+            self._metadata.clear()
+
+    async def get_metadata(self) -> dict[str, Any]:
+        async with self._lock:
+            return copy.deepcopy(self._metadata)
+
+    async def set_metadata(self, values: Mapping[str, Any]) -> None:
+        try:  # the same values a stored session accepts: JSON only
+            data = json.loads(json.dumps(dict(values)))
+        except (TypeError, ValueError) as e:
+            raise ValueError(f"session metadata must be JSON-serialisable: {e}") from None
+        async with self._lock:
+            for key, value in data.items():
+                if value is None:
+                    self._metadata.pop(key, None)
+                else:
+                    self._metadata[key] = value
