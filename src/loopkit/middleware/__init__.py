@@ -12,7 +12,13 @@ from typing import TYPE_CHECKING
 from loopkit._lazy import lazy_exports
 
 _EXPORTS: dict[str, str] = {
+    "CompactionChatClient": "loopkit.middleware.compaction",
+    "CompactionOptions": "loopkit.middleware.compaction",
+    "TokenEstimator": "loopkit.middleware.compaction",
+    "estimate_tokens": "loopkit.middleware.compaction",
     "DelegatingChatClient": "loopkit.middleware.delegating",
+    "AllClientsFailedError": "loopkit.middleware.fallback",
+    "FallbackChatClient": "loopkit.middleware.fallback",
     "FunctionInvocationOptions": "loopkit.middleware.function_invocation",
     "FunctionInvokingChatClient": "loopkit.middleware.function_invocation",
     "ToolInvocation": "loopkit.middleware.function_invocation",
@@ -36,7 +42,14 @@ __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 
 if TYPE_CHECKING:
+    from loopkit.middleware.compaction import (
+        CompactionChatClient,
+        CompactionOptions,
+        TokenEstimator,
+        estimate_tokens,
+    )
     from loopkit.middleware.delegating import DelegatingChatClient
+    from loopkit.middleware.fallback import AllClientsFailedError, FallbackChatClient
     from loopkit.middleware.function_invocation import (
         FunctionInvocationOptions,
         FunctionInvokingChatClient,
