@@ -28,26 +28,35 @@ the trigger follows what the provider really counts.
 from __future__ import annotations
 
 import bisect
-import json
-import math
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from loopkit.abstractions.chat import ChatClient, ChatOptions, ChatResponse, ChatResponseUpdate
 from loopkit.abstractions.content import (
     ChatMessage,
     ChatRole,
-    Content,
-    DataContent,
     FunctionCallContent,
     FunctionResultContent,
-    TextContent,
     UsageContent,
     UsageDetails,
 )
 from loopkit.errors import ProviderError
+from loopkit.middleware.conversation_steps import (
+    describe_call,
+    elide,
+    head_end,
+    result_stub,
+    steps,
+    transcript,
+)
 from loopkit.middleware.delegating import DelegatingChatClient
+from loopkit.middleware.token_estimate import (
+    CHARS_PER_TOKEN,
+    MESSAGE_OVERHEAD,
+    TokenEstimator,
+    estimate_tokens,
+)
 from loopkit.run_context import RunContext, current_run
 
 __all__ = [
@@ -59,11 +68,6 @@ __all__ = [
     "estimate_tokens",
 ]
 
-_CHARS_PER_TOKEN = 4
-#: Tokens a message costs beyond its text (role, separators), as chat formats add them.
-_MESSAGE_OVERHEAD = 4
-#: An image or file costs tokens by its pixels or pages, not its bytes; a flat guess.
-_DATA_TOKENS = 1000
 #: A provider figure this far from the estimate (either way) is not taken as the request's
 #: real count (a test double reporting a fixed usage, a provider counting something else).
 _MAX_SCALE = 5.0
@@ -80,66 +84,6 @@ DEFAULT_SUMMARY_PROMPT = (
     "exact. Do not invent anything and do not address the user. Plain text, as short as "
     "completeness allows."
 )
-
-
-class TokenEstimator(Protocol):
-    """Estimates the input tokens of ``messages`` (plus the tool schemas in ``options``).
-
-    Called with one message at a time and with ``([], options)`` for the tools, so it must be
-    roughly additive. The default is :func:`estimate_tokens`; pass e.g. a wrapper around a real
-    tokenizer for exact figures.
-    """
-
-    def __call__(
-        self, messages: Sequence[ChatMessage], options: ChatOptions | None = None, /
-    ) -> int: ...
-
-
-def estimate_tokens(messages: Sequence[ChatMessage], options: ChatOptions | None = None, /) -> int:
-    """About four characters a token over texts, call arguments, results and tool schemas, plus
-    a few tokens per message and a flat 1,000 per image or file."""
-    chars = 0
-    tokens = 0
-    for message in messages:
-        tokens += _MESSAGE_OVERHEAD
-        for c in message.contents:
-            if isinstance(c, TextContent):
-                chars += len(c.text)
-            elif isinstance(c, FunctionResultContent):
-                chars += len(c.result) + len(c.call_id)
-            elif isinstance(c, FunctionCallContent):
-                chars += len(c.name) + len(c.call_id) + len(_json(c.arguments))
-            elif isinstance(c, DataContent):
-                tokens += _DATA_TOKENS
-    if options is not None:
-        for t in options.tools:
-            chars += len(t.name) + len(t.description) + len(_json(t.parameters))
-    return tokens + math.ceil(chars / _CHARS_PER_TOKEN)
-
-
-def _json(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, default=str)
-
-
-def describe_call(call: FunctionCallContent, max_chars: int = 200) -> str:
-    """``name(arg='value', n=3)``: a call as the model could repeat it (long values cut)."""
-    parts = []
-    for key, value in call.arguments.items():
-        text = repr(value) if isinstance(value, str) else _json(value)
-        if len(text) > 60:
-            text = text[:59] + "…"
-        parts.append(f"{key}={text}")
-    args = ", ".join(parts)
-    if len(args) > max_chars:
-        args = args[: max_chars - 1] + "…"
-    return f"{call.name}({args})"
-
-
-def _stub(call: FunctionCallContent | None, result: FunctionResultContent) -> str:
-    what = f"the result of {describe_call(call)}" if call is not None else "a tool result"
-    return (
-        f"[elided: {what}, {len(result.result):,} characters; call the tool again if you need it]"
-    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -242,6 +186,7 @@ class _RunState:
     prefix_cost: int = 0
     elided: dict[tuple[int, int], _Elision] = field(default_factory=dict)  # (message, content)
     summary: ChatMessage | None = None
+    summary_text: str = ""  # what the summariser wrote (the message adds a header)
     summary_end: int = 0  # seen[head:summary_end] are summarised
     next_trigger: int | None = None
     tools_key: tuple[int, int] | None = None
@@ -378,8 +323,8 @@ class CompactionChatClient(DelegatingChatClient):
         options: ChatOptions | None,
     ) -> int:
         opts = self.options
-        head = _head_end(messages)
-        groups = _groups(messages, max(head, state.summary_end))
+        head = head_end(messages)
+        groups = steps(messages, max(head, state.summary_end))
         target = opts.target_at / state.scale
         keep = opts.keep_recent_steps
         plan = self._plan(state, messages, head, groups, tools, target, keep, opts.summarize)
@@ -388,12 +333,14 @@ class CompactionChatClient(DelegatingChatClient):
             # Keeping the latest steps verbatim would not fit at all: keep only the last one.
             keep = 1
             plan = self._plan(state, messages, head, groups, tools, target, keep, opts.summarize)
-        summary = state.summary
+        summary, summary_text = state.summary, state.summary_text
         summary_error: str | None = None
         summary_usage: UsageDetails | None = None
         if plan.new_summary:
             try:
-                summary, summary_usage = await self._summarise(state, messages, head, plan, options)
+                summary, summary_text, summary_usage = await self._summarise(
+                    state, messages, head, plan, options
+                )
             except ProviderError as e:
                 # The run goes on with what eliding achieves; the next compaction tries again.
                 from loopkit.providers.litellm_errors import redact
@@ -410,6 +357,7 @@ class CompactionChatClient(DelegatingChatClient):
         old_end = state.summary_end if state.summary is not None else head
         summarised = plan.summary_end - old_end if plan.new_summary else 0
         self._install(state, messages, head, plan, summary)
+        state.summary_text = summary_text
         units = state.prefix_cost + tools
         tokens_after = round(units * state.scale)
         gap = opts.trigger_at - opts.target_at
@@ -502,7 +450,7 @@ class CompactionChatClient(DelegatingChatClient):
             return plain
         # Summarise the fewest oldest steps that, with the rest elided as far as allowed,
         # reach the target; then elide only as much as still needed.
-        summary_units = opts.summary_max_tokens / state.scale + _MESSAGE_OVERHEAD + 30
+        summary_units = opts.summary_max_tokens / state.scale + MESSAGE_OVERHEAD + 30
         most = [current[k] - sum(e.saving for _, e in candidates[k]) for k in range(len(movable))]
         rest = sum(current[len(movable) :])
         base = sum(costs[:head]) + tools + _system_cost(messages, costs, head, start)
@@ -542,7 +490,7 @@ class CompactionChatClient(DelegatingChatClient):
                     or len(c.result) < self.options.min_elide_chars
                 ):
                     continue
-                stub = _stub(calls.get(c.call_id), c)
+                stub = result_stub(calls.get(c.call_id), c)
                 saving = self.estimator([_tool_message(c)]) - self.estimator(
                     [_tool_message(c.model_copy(update={"result": stub}))]
                 )
@@ -557,24 +505,24 @@ class CompactionChatClient(DelegatingChatClient):
         head: int,
         plan: _Plan,
         options: ChatOptions | None,
-    ) -> tuple[ChatMessage, UsageDetails | None]:
+    ) -> tuple[ChatMessage, str, UsageDetails | None]:
         opts = self.options
-        previous = state.summary.text if state.summary is not None else None
+        previous = state.summary_text or None
         part = [
             m
             for m in messages[max(head, state.summary_end) : plan.summary_end]
             if m.role != ChatRole.SYSTEM
         ]
         # The summariser's request must fit its window too: about the target's size at most.
-        limit = opts.target_at * _CHARS_PER_TOKEN
-        transcript = _transcript(previous, part, _TRANSCRIPT_RESULT_CHARS[0])
-        if len(transcript) > limit:
-            transcript = _transcript(previous, part, _TRANSCRIPT_RESULT_CHARS[1])
-        if len(transcript) > limit:
-            transcript = "[the beginning is omitted]\n" + transcript[-limit:]
+        limit = opts.target_at * CHARS_PER_TOKEN
+        history = transcript(previous, part, _TRANSCRIPT_RESULT_CHARS[0])
+        if len(history) > limit:
+            history = transcript(previous, part, _TRANSCRIPT_RESULT_CHARS[1])
+        if len(history) > limit:
+            history = "[the beginning is omitted]\n" + history[-limit:]
         request = [
             ChatMessage.from_text(ChatRole.SYSTEM, opts.summary_prompt),
-            ChatMessage.from_text(ChatRole.USER, transcript),
+            ChatMessage.from_text(ChatRole.USER, history),
         ]
         summary_options = ChatOptions(max_output_tokens=opts.summary_max_tokens)
         if self.summarizer is None and options is not None and options.model_id:
@@ -593,7 +541,7 @@ class CompactionChatClient(DelegatingChatClient):
             f"Summary of the earlier conversation ({replaced} messages, condensed to save "
             f"space; the task above and the latest steps are verbatim):\n{text}",
         )
-        return message, response.usage
+        return message, text, response.usage
 
     def _install(
         self,
@@ -622,7 +570,7 @@ class CompactionChatClient(DelegatingChatClient):
                 prefix.append(messages[i])
                 cost += state.costs[i]
                 continue
-            elided = _elide(messages[i], stubs)
+            elided = elide(messages[i], stubs)
             prefix.append(elided)
             cost += self.estimator([elided])
         state.prefix, state.prefix_cost = prefix, cost
@@ -637,81 +585,5 @@ def _tool_message(result: FunctionResultContent) -> ChatMessage:
     return ChatMessage(role=ChatRole.TOOL, contents=[result])
 
 
-def _elide(message: ChatMessage, stubs: dict[int, str]) -> ChatMessage:
-    """A copy of ``message`` whose results at the given positions are replaced by stubs."""
-    contents: list[Content] = [
-        c.model_copy(update={"result": stubs[j]})
-        if j in stubs and isinstance(c, FunctionResultContent)
-        else c
-        for j, c in enumerate(message.contents)
-    ]
-    return message.model_copy(update={"contents": contents})
-
-
 def _system_cost(messages: Sequence[ChatMessage], costs: list[int], start: int, end: int) -> int:
     return sum(costs[i] for i in range(start, end) if messages[i].role == ChatRole.SYSTEM)
-
-
-def _update_open(open_calls: set[str], message: ChatMessage) -> None:
-    for c in message.contents:
-        if isinstance(c, FunctionCallContent):
-            open_calls.add(c.call_id)
-        elif isinstance(c, FunctionResultContent):
-            open_calls.discard(c.call_id)
-
-
-def _head_end(messages: Sequence[ChatMessage]) -> int:
-    """The end of what always stays verbatim: up to and including the first user message (the
-    task), else the leading system messages; never between a call and its result."""
-    end = next((i + 1 for i, m in enumerate(messages) if m.role == ChatRole.USER), None)
-    if end is None:
-        end = 0
-        while end < len(messages) and messages[end].role == ChatRole.SYSTEM:
-            end += 1
-    open_calls: set[str] = set()
-    for m in messages[:end]:
-        _update_open(open_calls, m)
-    while open_calls and end < len(messages):
-        _update_open(open_calls, messages[end])
-        end += 1
-    return end
-
-
-def _groups(messages: Sequence[ChatMessage], start: int) -> list[tuple[int, int]]:
-    """``messages[start:]`` as steps ``(begin, end)``: a new step starts where no call is open
-    and the message answers no call, so a call and its results always share a step."""
-    bounds: list[list[int]] = []
-    open_calls: set[str] = set()
-    for i in range(start, len(messages)):
-        m = messages[i]
-        answers = any(isinstance(c, FunctionResultContent) for c in m.contents)
-        if not bounds or (not open_calls and not answers):
-            bounds.append([i, i + 1])
-        else:
-            bounds[-1][1] = i + 1
-        _update_open(open_calls, m)
-    return [(b, e) for b, e in bounds]
-
-
-def _transcript(previous: str | None, messages: Sequence[ChatMessage], result_chars: int) -> str:
-    """The summariser's input: the earlier summary, then each message as ``role: text``."""
-    names = {c.call_id: c.name for m in messages for c in m.function_calls}
-    lines = [f"Earlier summary:\n{previous}\n"] if previous else []
-    for m in messages:
-        parts = []
-        for c in m.contents:
-            if isinstance(c, TextContent) and c.text:
-                parts.append(c.text)
-            elif isinstance(c, FunctionCallContent):
-                parts.append(f"called {describe_call(c)}")
-            elif isinstance(c, FunctionResultContent):
-                text = c.result
-                if len(text) > result_chars:
-                    text = text[:result_chars] + f" [... {len(c.result):,} characters in all]"
-                label = "error from" if c.error else "result of"
-                parts.append(f"{label} {names.get(c.call_id, 'a tool')}: {text}")
-            elif isinstance(c, DataContent):
-                parts.append(f"[{c.media_type} attachment]")
-        if parts:
-            lines.append(f"{m.role.value}: " + "\n".join(parts))
-    return "\n\n".join(lines)
