@@ -108,6 +108,7 @@ def summarizer() -> FunctionChatClient:
 @dataclass
 class Outcome:
     recorder: Recorder
+    summaries: Recorder  # the summariser's requests
     events: list[RunEvent]
     text: str
     rounds: int
@@ -132,9 +133,10 @@ async def run(
 
     model = ScriptedChatClient(script(rounds, text_chars))
     recorder = Recorder(model, keep_requests=keep_requests)
+    summaries = Recorder(summarizer())
     builder = ChatClientBuilder(recorder).use_function_invocation(max_rounds=rounds + 10)
     if compaction:
-        builder.use_compaction(max_input_tokens=window, summarizer=summarizer())
+        builder.use_compaction(max_input_tokens=window, summarizer=summaries)
     elif middleware is not None:
         builder.use(middleware)  # type: ignore[arg-type]
     client = builder.build()
@@ -146,4 +148,5 @@ async def run(
     with run_scope(name="long-run") as ctx:
         ctx.subscribe(events.append)
         response = await client.get_response(messages, ChatOptions(tools=[read_file]))
-    return Outcome(recorder, events, response.text, response.additional_properties["rounds"])
+    rounds_run = response.additional_properties["rounds"]
+    return Outcome(recorder, summaries, events, response.text, rounds_run)
