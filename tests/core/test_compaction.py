@@ -202,6 +202,30 @@ async def test_when_eliding_is_not_enough_the_oldest_steps_are_summarised() -> N
     assert event.data["tokens_after"] == units(sent)
 
 
+async def test_a_continued_sessions_latest_request_stays_verbatim() -> None:
+    model = Model()
+    options = CompactionOptions(
+        trigger_tokens=8000, target_tokens=5000, keep_recent_steps=2, summary_max_tokens=100
+    )
+    client = CompactionChatClient(model.client, options, summarizer=summary_writer())
+    answer = ChatMessage.from_text(ChatRole.ASSISTANT, "Reviewed: all fine.")
+    request = ChatMessage.from_text(ChatRole.USER, "Now fix every unchecked handler.")
+    messages = [
+        SYSTEM,
+        TASK,
+        answer,
+        request,
+        *(m for i in range(12) for m in step(i, result_chars=100, text="x" * 3000)),
+    ]
+    events, _ = await send(client, messages)
+    sent = model.requests[0]
+    assert sent[:3] == [SYSTEM, TASK, request] and sent[2] is request
+    assert sent[3].text.startswith("Summary of the earlier conversation")
+    assert answer not in sent
+    check_complete(sent)
+    assert events[0].data["strategy"] == "summary"
+
+
 async def test_a_later_summary_folds_in_the_earlier_one() -> None:
     model = Model()
     transcripts: list[str] = []

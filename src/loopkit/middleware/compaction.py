@@ -327,12 +327,17 @@ class CompactionChatClient(DelegatingChatClient):
         groups = steps(messages, max(head, state.summary_end))
         target = opts.target_at / state.scale
         keep = opts.keep_recent_steps
-        plan = self._plan(state, messages, head, groups, tools, target, keep, opts.summarize)
+        pinned = _pinned(messages, head)
+        plan = self._plan(
+            state, messages, head, groups, tools, target, keep, opts.summarize, pinned
+        )
         window = opts.max_input_tokens
         if window is not None and plan.units * state.scale > window and keep > 1:
             # Keeping the latest steps verbatim would not fit at all: keep only the last one.
             keep = 1
-            plan = self._plan(state, messages, head, groups, tools, target, keep, opts.summarize)
+            plan = self._plan(
+                state, messages, head, groups, tools, target, keep, opts.summarize, pinned
+            )
         summary, summary_text = state.summary, state.summary_text
         summary_error: str | None = None
         summary_usage: UsageDetails | None = None
@@ -346,7 +351,7 @@ class CompactionChatClient(DelegatingChatClient):
                 from loopkit.providers.litellm_errors import redact
 
                 summary_error = redact(str(e))[:600]
-                plan = self._plan(state, messages, head, groups, tools, target, keep, False)
+                plan = self._plan(state, messages, head, groups, tools, target, keep, False, pinned)
         if not plan.new_elided and not plan.new_summary:
             # Nothing left to compact (everything old is compacted already): look again only
             # after the conversation has grown by a quarter of the trigger-target gap.
@@ -356,7 +361,7 @@ class CompactionChatClient(DelegatingChatClient):
             return state.prefix_cost + (state.total - state.covered_cost) + tools
         old_end = state.summary_end if state.summary is not None else head
         summarised = plan.summary_end - old_end if plan.new_summary else 0
-        self._install(state, messages, head, plan, summary)
+        self._install(state, messages, head, plan, summary, pinned)
         state.summary_text = summary_text
         units = state.prefix_cost + tools
         tokens_after = round(units * state.scale)
@@ -416,6 +421,7 @@ class CompactionChatClient(DelegatingChatClient):
         target: float,
         keep: int,
         summarize: bool,
+        pinned: frozenset[int],
     ) -> _Plan:
         """Which results to elide and how far to summarise, in estimate units (no model call)."""
         opts = self.options
@@ -429,7 +435,7 @@ class CompactionChatClient(DelegatingChatClient):
             if k >= 0:
                 old_saving[k] += e.saving
         current = [sum(costs[s:e]) - old_saving[k] for k, (s, e) in enumerate(groups)]
-        fixed = sum(costs[:head]) + tools + _system_cost(messages, costs, head, start)
+        fixed = sum(costs[:head]) + tools + _pinned_cost(pinned, costs, head, start)
         if state.summary is not None:
             fixed += self.estimator([state.summary])
         candidates = [self._eligible(messages, g, state.elided) for g in movable]
@@ -453,17 +459,17 @@ class CompactionChatClient(DelegatingChatClient):
         summary_units = opts.summary_max_tokens / state.scale + MESSAGE_OVERHEAD + 30
         most = [current[k] - sum(e.saving for _, e in candidates[k]) for k in range(len(movable))]
         rest = sum(current[len(movable) :])
-        base = sum(costs[:head]) + tools + _system_cost(messages, costs, head, start)
+        base = sum(costs[:head]) + tools + _pinned_cost(pinned, costs, head, start)
         n = len(movable)
         tail = sum(most)
         for count in range(1, len(movable) + 1):
             tail -= most[count - 1]
-            kept_system = _system_cost(messages, costs, start, movable[count - 1][1])
-            if base + kept_system + summary_units + tail + rest <= target:
+            verbatim = _pinned_cost(pinned, costs, start, movable[count - 1][1])
+            if base + verbatim + summary_units + tail + rest <= target:
                 n = count
                 break
         end = movable[n - 1][1]
-        with_summary = base + _system_cost(messages, costs, start, end) + summary_units
+        with_summary = base + _pinned_cost(pinned, costs, start, end) + summary_units
         new, total = elide_from(n, with_summary + sum(current[n:]))
         kept = {k: e for k, e in state.elided.items() if k[0] >= end}
         return _Plan({**kept, **new}, len(new), end, True, total)
@@ -550,13 +556,14 @@ class CompactionChatClient(DelegatingChatClient):
         head: int,
         plan: _Plan,
         summary: ChatMessage | None,
+        pinned: frozenset[int],
     ) -> None:
         """Build the compacted prefix the next requests of this run start with."""
         prefix: list[ChatMessage] = list(messages[:head])
         cost = sum(state.costs[:head])
         if summary is not None:
             for i in range(head, plan.summary_end):
-                if messages[i].role == ChatRole.SYSTEM:
+                if i in pinned:
                     prefix.append(messages[i])
                     cost += state.costs[i]
             prefix.append(summary)
@@ -585,5 +592,19 @@ def _tool_message(result: FunctionResultContent) -> ChatMessage:
     return ChatMessage(role=ChatRole.TOOL, contents=[result])
 
 
-def _system_cost(messages: Sequence[ChatMessage], costs: list[int], start: int, end: int) -> int:
-    return sum(costs[i] for i in range(start, end) if messages[i].role == ChatRole.SYSTEM)
+def _pinned(messages: Sequence[ChatMessage], head: int) -> frozenset[int]:
+    """The messages after the head that stay verbatim even in a summarised range (placed before
+    the summary): system messages, and the latest user message (the current request of a
+    continued session)."""
+    pinned = {i for i in range(head, len(messages)) if messages[i].role == ChatRole.SYSTEM}
+    last_user = next(
+        (i for i in range(len(messages) - 1, head - 1, -1) if messages[i].role == ChatRole.USER),
+        None,
+    )
+    if last_user is not None:
+        pinned.add(last_user)
+    return frozenset(pinned)
+
+
+def _pinned_cost(pinned: frozenset[int], costs: list[int], start: int, end: int) -> int:
+    return sum(costs[i] for i in pinned if start <= i < end)
