@@ -525,6 +525,8 @@ def test_options_are_checked_with_clear_errors() -> None:
         CompactionOptions(trigger_tokens=1000, keep_recent_steps=0)
     with pytest.raises(ValueError, match="max_input_tokens must be a positive"):
         CompactionOptions(max_input_tokens=-5)
+    with pytest.raises(TypeError, match="options must be a CompactionOptions"):
+        CompactionChatClient(Model().client, 100_000)  # type: ignore[arg-type]
     options = CompactionOptions(max_input_tokens=200_000)
     assert (options.trigger_at, options.target_at) == (160_000, 100_000)
     assert CompactionOptions(trigger_tokens=8000).target_at == 5000

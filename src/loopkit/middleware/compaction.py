@@ -229,6 +229,11 @@ class CompactionChatClient(DelegatingChatClient):
         estimator: TokenEstimator | None = None,
     ) -> None:
         super().__init__(inner)
+        if not isinstance(options, CompactionOptions):
+            raise TypeError(
+                "options must be a CompactionOptions, e.g. CompactionOptions(max_input_tokens="
+                f"200_000); got {type(options).__name__}"
+            )
         self.options = options
         self.summarizer = summarizer
         self.estimator: TokenEstimator = estimator or estimate_tokens
@@ -360,7 +365,9 @@ class CompactionChatClient(DelegatingChatClient):
                 self._emit(run, tokens_before, tokens_before, plan, 0, summary_error, None)
             return state.prefix_cost + (state.total - state.covered_cost) + tools
         old_end = state.summary_end if state.summary is not None else head
-        summarised = plan.summary_end - old_end if plan.new_summary else 0
+        summarised = 0
+        if plan.new_summary:
+            summarised = sum(i not in pinned for i in range(old_end, plan.summary_end))
         self._install(state, messages, head, plan, summary, pinned)
         state.summary_text = summary_text
         units = state.prefix_cost + tools
@@ -541,11 +548,10 @@ class CompactionChatClient(DelegatingChatClient):
             raise ProviderError(
                 "the summariser answered with no text", retryable=False, provider="compaction"
             )
-        replaced = plan.summary_end - head
         message = ChatMessage.from_text(
             ChatRole.USER,
-            f"Summary of the earlier conversation ({replaced} messages, condensed to save "
-            f"space; the task above and the latest steps are verbatim):\n{text}",
+            "Summary of the earlier conversation (condensed to save space; the task above and "
+            f"the latest steps are verbatim):\n{text}",
         )
         return message, text, response.usage
 
