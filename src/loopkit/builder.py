@@ -11,6 +11,7 @@ from loopkit.abstractions.content import ChatMessage
 from loopkit.middleware.delegating import DelegatingChatClient
 
 if TYPE_CHECKING:
+    from loopkit.middleware.compaction import CompactionOptions, TokenEstimator
     from loopkit.middleware.function_invocation import FunctionInvocationOptions
     from loopkit.middleware.retry import RetryHook, RetryPolicy
     from loopkit.middleware.run_log import RunLog
@@ -154,3 +155,96 @@ class ChatClientBuilder:
         for factory in reversed(self._factories):
             client = factory(client)
         return client
+
+    def use_compaction(
+        self,
+        options: CompactionOptions | None = None,
+        *,
+        max_input_tokens: int | None = None,
+        trigger: float | None = None,
+        target: float | None = None,
+        trigger_tokens: int | None = None,
+        target_tokens: int | None = None,
+        keep_recent_steps: int | None = None,
+        min_elide_chars: int | None = None,
+        summarize: bool | None = None,
+        summary_max_tokens: int | None = None,
+        summary_prompt: str | None = None,
+        summarizer: ChatClient | None = None,
+        estimator: TokenEstimator | None = None,
+    ) -> ChatClientBuilder:
+        """Compact the conversation before a request that would exceed a token threshold:
+        elide old tool results, then summarise the oldest steps (see
+        :class:`~loopkit.middleware.compaction.CompactionChatClient`). Add it right after
+        :meth:`use_function_invocation` so it sees every round.
+
+        Give ``options``, or its fields as keywords (not both): ``max_input_tokens`` (the
+        model's input window; compaction starts above ``trigger`` of it, default 0.8, and goes
+        down to ``target``, default 0.5) or explicit ``trigger_tokens`` / ``target_tokens``;
+        ``keep_recent_steps`` (4) steps stay verbatim; results under ``min_elide_chars`` (400)
+        stay; ``summarize`` (True) allows a model call, ``summary_max_tokens`` (1000) long,
+        instructed by ``summary_prompt``. ``summarizer`` writes the summaries (default: the
+        next client); ``estimator`` replaces the character-based token estimate.
+        """
+        from loopkit.middleware.compaction import CompactionChatClient, CompactionOptions
+
+        fields: dict[str, Any] = {
+            "max_input_tokens": max_input_tokens,
+            "trigger": trigger,
+            "target": target,
+            "trigger_tokens": trigger_tokens,
+            "target_tokens": target_tokens,
+            "keep_recent_steps": keep_recent_steps,
+            "min_elide_chars": min_elide_chars,
+            "summarize": summarize,
+            "summary_max_tokens": summary_max_tokens,
+            "summary_prompt": summary_prompt,
+        }
+        given = {name: value for name, value in fields.items() if value is not None}
+        if options is not None and given:
+            raise TypeError(
+                f"use_compaction() takes a CompactionOptions or its fields as keywords, not "
+                f"both; got options={options!r} and {sorted(given)}"
+            )
+        opts = options or CompactionOptions(**given)
+        return self.use(
+            lambda inner: CompactionChatClient(
+                inner, opts, summarizer=summarizer, estimator=estimator
+            )
+        )
+
+    def use_fallback(
+        self,
+        clients: Sequence[ChatClient],
+        *,
+        names: Sequence[str] | None = None,
+        sticky: bool = True,
+    ) -> ChatClientBuilder:
+        """When the client below fails with a provider error (non-retryable, or retries
+        exhausted), let each of ``clients`` answer in turn (see
+        :class:`~loopkit.middleware.fallback.FallbackChatClient`).
+
+        The middleware added after this call sits below the fallback and is built once for
+        every client, so ``.use_fallback([backup]).use_retries()`` retries the primary, then the
+        backup. Add the run log and the token budget before it (above), so that they count
+        whichever client answers, once. ``names`` labels the clients in the ``fallback`` run
+        events (the primary first); ``sticky`` keeps a run on the client that answered.
+        """
+        from loopkit.middleware.fallback import FallbackChatClient
+
+        fallbacks = list(clients)
+        position = len(self._factories)
+        factories = self._factories
+
+        def factory(inner: ChatClient) -> ChatClient:
+            # The factories added after this one wrap the primary (``inner``) already; they wrap
+            # each fallback the same way, innermost first, as build() does.
+            below = factories[position + 1 :]
+            wrapped = []
+            for client in fallbacks:
+                for make in reversed(below):
+                    client = make(client)
+                wrapped.append(client)
+            return FallbackChatClient(inner, wrapped, names=names, sticky=sticky)
+
+        return self.use(factory)

@@ -12,7 +12,11 @@ from typing import TYPE_CHECKING
 from loopkit._lazy import lazy_exports
 
 _EXPORTS: dict[str, str] = {
+    "CompactionChatClient": "loopkit.middleware.compaction",
+    "CompactionOptions": "loopkit.middleware.compaction",
     "DelegatingChatClient": "loopkit.middleware.delegating",
+    "AllClientsFailedError": "loopkit.middleware.fallback",
+    "FallbackChatClient": "loopkit.middleware.fallback",
     "FunctionInvocationOptions": "loopkit.middleware.function_invocation",
     "FunctionInvokingChatClient": "loopkit.middleware.function_invocation",
     "ToolInvocation": "loopkit.middleware.function_invocation",
@@ -27,6 +31,8 @@ _EXPORTS: dict[str, str] = {
     "RunLogChatClient": "loopkit.middleware.run_log",
     "redact": "loopkit.middleware.run_log",
     "TokenBudgetChatClient": "loopkit.middleware.token_budget",
+    "TokenEstimator": "loopkit.middleware.token_estimate",
+    "estimate_tokens": "loopkit.middleware.token_estimate",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -36,7 +42,9 @@ __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 
 if TYPE_CHECKING:
+    from loopkit.middleware.compaction import CompactionChatClient, CompactionOptions
     from loopkit.middleware.delegating import DelegatingChatClient
+    from loopkit.middleware.fallback import AllClientsFailedError, FallbackChatClient
     from loopkit.middleware.function_invocation import (
         FunctionInvocationOptions,
         FunctionInvokingChatClient,
@@ -49,3 +57,4 @@ if TYPE_CHECKING:
     from loopkit.middleware.retry import RetryingChatClient, RetryPolicy, is_transient
     from loopkit.middleware.run_log import RunLog, RunLogChatClient, redact
     from loopkit.middleware.token_budget import TokenBudgetChatClient
+    from loopkit.middleware.token_estimate import TokenEstimator, estimate_tokens
