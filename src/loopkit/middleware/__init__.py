@@ -9,7 +9,23 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from loopkit._lazy import lazy_exports
+__all__ = [
+    "DelegatingChatClient",
+    "FunctionInvocationOptions",
+    "FunctionInvokingChatClient",
+    "OpenTelemetryChatClient",
+    "RetryPolicy",
+    "RetryingChatClient",
+    "RunLog",
+    "RunLogChatClient",
+    "TokenBudgetChatClient",
+    "ToolInvocation",
+    "ToolInvocationListener",
+    "cut_result",
+    "is_transient",
+    "redact",
+    "tool_result_to_text",
+]
 
 _EXPORTS: dict[str, str] = {
     "DelegatingChatClient": "loopkit.middleware.delegating",
@@ -29,12 +45,6 @@ _EXPORTS: dict[str, str] = {
     "TokenBudgetChatClient": "loopkit.middleware.token_budget",
 }
 
-__all__ = sorted(_EXPORTS)
-
-
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
-
-
 if TYPE_CHECKING:
     from loopkit.middleware.delegating import DelegatingChatClient
     from loopkit.middleware.function_invocation import (
@@ -49,3 +59,8 @@ if TYPE_CHECKING:
     from loopkit.middleware.retry import RetryingChatClient, RetryPolicy, is_transient
     from loopkit.middleware.run_log import RunLog, RunLogChatClient, redact
     from loopkit.middleware.token_budget import TokenBudgetChatClient
+else:
+    # Hidden from type checkers: a module ``__getattr__`` would make any misspelt name "Any".
+    from loopkit._lazy import lazy_exports
+
+    __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
