@@ -133,3 +133,12 @@ def test_parse_docstring_rest_style() -> None:
     )
     assert summary == "Do a thing.\n\nMore words."
     assert params == {"path": "the file", "depth": "how deep"}
+
+
+def test_a_tool_rewrapped_under_another_name_keeps_the_function() -> None:
+    plus = FunctionTool.from_function(search, name="find")
+    assert plus.name == "find"
+    assert plus.description == "Search the notes."
+    assert plus.parameters == search.parameters
+    assert plus("q", limit=1) == ["q"]
+    assert str(inspect.signature(search)).startswith("(query:")

@@ -136,7 +136,16 @@ class FunctionTool(Generic[P, R]):
     ``async def``).
     """
 
-    __slots__ = ("_fn", "_is_async", "_model", "_schema", "description", "name", "run_in_thread")
+    __slots__ = (
+        "__wrapped__",
+        "_fn",
+        "_is_async",
+        "_model",
+        "_schema",
+        "description",
+        "name",
+        "run_in_thread",
+    )
 
     def __init__(
         self,
@@ -146,7 +155,11 @@ class FunctionTool(Generic[P, R]):
         description: str | None = None,
         run_in_thread: bool = True,
     ) -> None:
-        self._fn = fn
+        if isinstance(fn, FunctionTool):  # re-wrapping a tool (to rename it): its function
+            fn = fn.__wrapped__
+        self._fn: Callable[P, R] = fn
+        #: The function, for ``inspect.signature`` and ``inspect.unwrap``.
+        self.__wrapped__: Callable[P, R] = fn
         self._is_async = inspect.iscoroutinefunction(fn)
         self.run_in_thread = run_in_thread
         self.name = name or fn.__name__
@@ -185,7 +198,8 @@ class FunctionTool(Generic[P, R]):
                 )
             annotation = hints.get(pname, Any)
             description = doc_params.get(pname)
-            if get_origin(annotation) is Annotated:
+            origin: object = get_origin(annotation)
+            if origin is Annotated:
                 base, *meta = get_args(annotation)
                 extra = [m for m in meta if not isinstance(m, str)]
                 texts = [m for m in meta if isinstance(m, str)]
