@@ -4,16 +4,93 @@ Protocols (:class:`ChatClient`, :class:`Tool`), middleware that wraps a chat cli
 function-invocation loop, the run log, a token budget, retries) and interchangeable providers
 (litellm for hosted and local models, MCP servers and Python functions for tools).
 
-Names are loaded on first use, so ``import loopkit`` stays fast; everything below is public API.
+Names are loaded on first use, so ``import loopkit`` stays fast; everything in ``__all__`` is
+public API. Type checkers read the ``TYPE_CHECKING`` imports below (``mypy --strict`` sees every
+name with its type); at run time ``__getattr__`` imports a name's module when it is first used.
+Three lists must agree, and ``tests/typing/test_exports.py`` checks that they do: ``__all__``,
+``_EXPORTS`` (name -> module) and the ``TYPE_CHECKING`` imports.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from loopkit._lazy import lazy_exports
-
 __version__ = "0.1.0"
+
+__all__ = [
+    "AllClientsFailedError",
+    "BudgetExceededError",
+    "Card",
+    "CardError",
+    "CardRunner",
+    "CardState",
+    "ChatClient",
+    "ChatClientBuilder",
+    "ChatMessage",
+    "ChatOptions",
+    "ChatResponse",
+    "ChatResponseUpdate",
+    "ChatRole",
+    "CompactionChatClient",
+    "CompactionOptions",
+    "Content",
+    "DataContent",
+    "DelegatingChatClient",
+    "FallbackChatClient",
+    "FinishReason",
+    "FunctionCallContent",
+    "FunctionChatClient",
+    "FunctionInvocationOptions",
+    "FunctionInvokingChatClient",
+    "FunctionResultContent",
+    "FunctionTool",
+    "InMemorySession",
+    "LiteLLMChatClient",
+    "LoopkitError",
+    "MCPClient",
+    "MCPServerConfig",
+    "MCPServerError",
+    "MCPTool",
+    "MaxConsecutiveErrorsError",
+    "OpenTelemetryChatClient",
+    "ProviderError",
+    "RedactingConsole",
+    "RedactingStream",
+    "Redactor",
+    "RetryPolicy",
+    "RetryingChatClient",
+    "RunAware",
+    "RunContext",
+    "RunEvent",
+    "RunLog",
+    "RunLogChatClient",
+    "RunResult",
+    "RunnerConfig",
+    "Script",
+    "ScriptDivergedError",
+    "ScriptedChatClient",
+    "Session",
+    "TextContent",
+    "TokenBudgetChatClient",
+    "Tool",
+    "ToolArgumentsError",
+    "ToolError",
+    "ToolInvocation",
+    "ToolInvocationListener",
+    "ToolMode",
+    "UnknownToolError",
+    "UsageContent",
+    "UsageDetails",
+    "child_environment",
+    "current_run",
+    "is_secret_name",
+    "load_config",
+    "parse_result",
+    "response_from_updates",
+    "run_scope",
+    "start_background_import",
+    "tool",
+]
 
 _EXPORTS: dict[str, str] = {
     # abstractions
@@ -21,10 +98,12 @@ _EXPORTS: dict[str, str] = {
     "ChatOptions": "loopkit.abstractions.chat",
     "ChatResponse": "loopkit.abstractions.chat",
     "ChatResponseUpdate": "loopkit.abstractions.chat",
+    "FinishReason": "loopkit.abstractions.chat",
     "ToolMode": "loopkit.abstractions.chat",
     "response_from_updates": "loopkit.abstractions.chat",
     "ChatMessage": "loopkit.abstractions.content",
     "ChatRole": "loopkit.abstractions.content",
+    "Content": "loopkit.abstractions.content",
     "DataContent": "loopkit.abstractions.content",
     "FunctionCallContent": "loopkit.abstractions.content",
     "FunctionResultContent": "loopkit.abstractions.content",
@@ -36,12 +115,21 @@ _EXPORTS: dict[str, str] = {
     "ToolArgumentsError": "loopkit.abstractions.tools",
     "ToolError": "loopkit.abstractions.tools",
     "tool": "loopkit.abstractions.tools",
+    # runs and sessions
+    "RunAware": "loopkit.run_context",
+    "RunContext": "loopkit.run_context",
+    "RunEvent": "loopkit.run_context",
+    "current_run": "loopkit.run_context",
+    "run_scope": "loopkit.run_context",
+    "InMemorySession": "loopkit.sessions.memory",
+    "Session": "loopkit.sessions.protocol",
     # composition and middleware
     "ChatClientBuilder": "loopkit.builder",
     "DelegatingChatClient": "loopkit.middleware.delegating",
     "FunctionInvocationOptions": "loopkit.middleware.function_invocation",
     "FunctionInvokingChatClient": "loopkit.middleware.function_invocation",
     "ToolInvocation": "loopkit.middleware.function_invocation",
+    "ToolInvocationListener": "loopkit.middleware.function_invocation",
     "RetryPolicy": "loopkit.middleware.retry",
     "RetryingChatClient": "loopkit.middleware.retry",
     "OpenTelemetryChatClient": "loopkit.middleware.otel",
@@ -54,13 +142,13 @@ _EXPORTS: dict[str, str] = {
     "MCPClient": "loopkit.mcp.client",
     "MCPServerConfig": "loopkit.mcp.config",
     "MCPTool": "loopkit.mcp.tools",
-    "CardRunner": "loopkit.runner",
-    "RunnerConfig": "loopkit.config",
-    "load_config": "loopkit.config",
     "ScriptedChatClient": "loopkit.providers.scripted",
     "FunctionChatClient": "loopkit.providers.scripted",
     "Script": "loopkit.providers.scripted",
-    # cards and results
+    # cards and results (the card runner, the demo's application layer)
+    "CardRunner": "loopkit.runner",
+    "RunnerConfig": "loopkit.config",
+    "load_config": "loopkit.config",
     "Card": "loopkit.cards",
     "CardState": "loopkit.cards",
     "RunResult": "loopkit.result",
@@ -75,16 +163,16 @@ _EXPORTS: dict[str, str] = {
     "LoopkitError": "loopkit.errors",
     "ProviderError": "loopkit.errors",
     "BudgetExceededError": "loopkit.errors",
+    "MaxConsecutiveErrorsError": "loopkit.errors",
+    "UnknownToolError": "loopkit.errors",
     "CardError": "loopkit.errors",
     "MCPServerError": "loopkit.errors",
     "ScriptDivergedError": "loopkit.errors",
+    "CompactionChatClient": "loopkit.middleware.compaction",
+    "CompactionOptions": "loopkit.middleware.compaction",
+    "AllClientsFailedError": "loopkit.middleware.fallback",
+    "FallbackChatClient": "loopkit.middleware.fallback",
 }
-
-__all__ = sorted(_EXPORTS)
-
-
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
-
 
 if TYPE_CHECKING:
     from loopkit.abstractions.chat import (
@@ -92,12 +180,14 @@ if TYPE_CHECKING:
         ChatOptions,
         ChatResponse,
         ChatResponseUpdate,
+        FinishReason,
         ToolMode,
         response_from_updates,
     )
     from loopkit.abstractions.content import (
         ChatMessage,
         ChatRole,
+        Content,
         DataContent,
         FunctionCallContent,
         FunctionResultContent,
@@ -114,18 +204,23 @@ if TYPE_CHECKING:
         BudgetExceededError,
         CardError,
         LoopkitError,
+        MaxConsecutiveErrorsError,
         MCPServerError,
         ProviderError,
         ScriptDivergedError,
+        UnknownToolError,
     )
     from loopkit.mcp.client import MCPClient
     from loopkit.mcp.config import MCPServerConfig
     from loopkit.mcp.tools import MCPTool
+    from loopkit.middleware.compaction import CompactionChatClient, CompactionOptions
     from loopkit.middleware.delegating import DelegatingChatClient
+    from loopkit.middleware.fallback import AllClientsFailedError, FallbackChatClient
     from loopkit.middleware.function_invocation import (
         FunctionInvocationOptions,
         FunctionInvokingChatClient,
         ToolInvocation,
+        ToolInvocationListener,
     )
     from loopkit.middleware.otel import OpenTelemetryChatClient
     from loopkit.middleware.retry import RetryingChatClient, RetryPolicy
@@ -136,4 +231,12 @@ if TYPE_CHECKING:
     from loopkit.redacting_console import RedactingConsole
     from loopkit.redaction import RedactingStream, Redactor, is_secret_name
     from loopkit.result import RunResult, parse_result
+    from loopkit.run_context import RunAware, RunContext, RunEvent, current_run, run_scope
     from loopkit.runner import CardRunner
+    from loopkit.sessions.memory import InMemorySession
+    from loopkit.sessions.protocol import Session
+else:
+    # Hidden from type checkers: a module ``__getattr__`` would make any misspelt name "Any".
+    from loopkit._lazy import lazy_exports
+
+    __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -2,19 +2,67 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO, TypedDict, Unpack
 
 from loopkit.abstractions.chat import ChatClient, ChatOptions, ChatResponse, ChatResponseUpdate
 from loopkit.abstractions.content import ChatMessage
 from loopkit.middleware.delegating import DelegatingChatClient
 
 if TYPE_CHECKING:
+    from opentelemetry.trace import TracerProvider
+
     from loopkit.middleware.compaction import CompactionOptions, TokenEstimator
-    from loopkit.middleware.function_invocation import FunctionInvocationOptions
+    from loopkit.middleware.function_invocation import Approver, FunctionInvocationOptions
     from loopkit.middleware.retry import RetryHook, RetryPolicy
     from loopkit.middleware.run_log import RunLog
+    from loopkit.redaction import Redactor
+
+
+class FunctionInvocationSettings(TypedDict, total=False):
+    """Keyword arguments of :meth:`ChatClientBuilder.use_function_invocation`: the fields of
+    :class:`~loopkit.middleware.function_invocation.FunctionInvocationOptions`."""
+
+    max_rounds: int
+    max_consecutive_errors: int
+    include_detailed_errors: bool
+    terminate_on_unknown_calls: bool
+    allow_concurrent_invocation: bool
+    max_result_chars: int | None
+    final_request_without_tools: bool
+    approval_required: Collection[str]
+    approver: Approver | None
+
+
+class RetrySettings(TypedDict, total=False):
+    """Keyword arguments of :meth:`ChatClientBuilder.use_retries`: the fields of
+    :class:`~loopkit.middleware.retry.RetryPolicy`."""
+
+    max_attempts: int
+    initial_delay: float
+    max_delay: float
+    max_retry_after: float
+
+
+class RunLogSettings(TypedDict, total=False):
+    """Keyword arguments of :meth:`ChatClientBuilder.use_run_log`: those of
+    :class:`~loopkit.middleware.run_log.RunLog`."""
+
+    max_text_chars: int | None
+    environ: Mapping[str, str] | None
+    redactor: Redactor | None
+
+
+def _check_keywords(method: str, given: Mapping[str, object], accepted: Collection[str]) -> None:
+    """A clear TypeError for a misspelt keyword (a typed call site also fails the type check)."""
+    unknown = sorted(set(given) - set(accepted))
+    if unknown:
+        raise TypeError(
+            f"{method}() got unexpected keyword argument(s) {', '.join(map(repr, unknown))}; "
+            f"expected any of: {', '.join(sorted(accepted))}"
+        )
+
 
 #: The signature of a plain async function used as middleware: it gets the messages, the options
 #: and the next client, and returns the response (calling ``next_client`` or not).
@@ -89,23 +137,59 @@ class ChatClientBuilder:
         return self
 
     def use_function_invocation(
-        self, options: FunctionInvocationOptions | None = None, **kwargs: Any
+        self,
+        options: FunctionInvocationOptions | None = None,
+        **settings: Unpack[FunctionInvocationSettings],
     ) -> ChatClientBuilder:
-        """Add the function-invocation loop; keyword arguments set
-        :class:`~loopkit.middleware.function_invocation.FunctionInvocationOptions` fields."""
+        """Add the function-invocation loop: ``options``, or keyword arguments that set
+        :class:`~loopkit.middleware.function_invocation.FunctionInvocationOptions` fields (not
+        both), e.g. ``use_function_invocation(max_rounds=10)``."""
+        import dataclasses
+
         from loopkit.middleware.function_invocation import (
             FunctionInvocationOptions,
             FunctionInvokingChatClient,
         )
 
-        opts = options or FunctionInvocationOptions(**kwargs)
+        fields = [f.name for f in dataclasses.fields(FunctionInvocationOptions)]
+        _check_keywords("use_function_invocation", settings, fields)
+        if options is not None and settings:
+            raise TypeError(
+                "use_function_invocation() takes FunctionInvocationOptions or its fields as "
+                f"keywords, not both; got options and {sorted(settings)}"
+            )
+        if options is None:
+            values: dict[str, Any] = dict(settings)
+            if "approval_required" in values:
+                values["approval_required"] = frozenset(values["approval_required"])
+            options = FunctionInvocationOptions(**values)
+        opts = options
         return self.use(lambda inner: FunctionInvokingChatClient(inner, opts))
 
-    def use_run_log(self, target: str | Path | TextIO | RunLog, **kwargs: Any) -> ChatClientBuilder:
-        """Add the JSON-lines run log (a path, an open text stream or a :class:`RunLog`)."""
+    def use_run_log(
+        self, target: str | Path | TextIO | RunLog, **settings: Unpack[RunLogSettings]
+    ) -> ChatClientBuilder:
+        """Add the JSON-lines run log: a path, an open text stream (keyword arguments as for
+        :class:`~loopkit.middleware.run_log.RunLog`) or a ready :class:`RunLog`."""
+        import inspect
+
         from loopkit.middleware.run_log import RunLog, RunLogChatClient
 
-        log = target if isinstance(target, RunLog) else RunLog(target, **kwargs)
+        accepted = [
+            p.name
+            for p in inspect.signature(RunLog).parameters.values()
+            if p.kind is p.KEYWORD_ONLY
+        ]
+        _check_keywords("use_run_log", settings, accepted)
+        if isinstance(target, RunLog):
+            if settings:
+                raise TypeError(
+                    "use_run_log() takes a RunLog or a target with RunLog settings, not both; "
+                    f"got a RunLog and {sorted(settings)}"
+                )
+            log = target
+        else:
+            log = RunLog(target, **settings)
         return self.use(lambda inner: RunLogChatClient(inner, log))
 
     def use_token_budget(self, max_tokens: int) -> ChatClientBuilder:
@@ -120,32 +204,43 @@ class ChatClientBuilder:
         *,
         on_retry: RetryHook | None = None,
         sleep: Callable[[float], object] | None = None,
-        **kwargs: Any,
+        **settings: Unpack[RetrySettings],
     ) -> ChatClientBuilder:
         """Retry transient provider errors: ``policy``, or keyword arguments that set
         :class:`~loopkit.middleware.retry.RetryPolicy` fields (not both). ``on_retry(attempt,
         error, delay)`` is called before each retry, e.g. to write it to a run log."""
+        import dataclasses
+
         from loopkit.middleware.retry import RetryingChatClient, RetryPolicy
 
-        if policy is not None and kwargs:
+        _check_keywords("use_retries", settings, [f.name for f in dataclasses.fields(RetryPolicy)])
+        if policy is not None and settings:
             raise TypeError(
                 f"use_retries() takes a RetryPolicy or its fields as keywords, not both; got "
-                f"policy={policy!r} and {sorted(kwargs)}"
+                f"policy={policy!r} and {sorted(settings)}"
             )
-        pol = policy or RetryPolicy(**kwargs)
+        pol = policy or RetryPolicy(**settings)
         return self.use(
             lambda inner: RetryingChatClient(inner, pol, sleep=sleep, on_retry=on_retry)
         )
 
     def use_opentelemetry(
-        self, *, tracer_provider: Any | None = None, capture_content: bool = False, **kwargs: Any
+        self,
+        *,
+        tracer_provider: TracerProvider | None = None,
+        system: str | None = None,
+        capture_content: bool = False,
     ) -> ChatClientBuilder:
-        """Trace requests (and, below the loop, tool calls) with OpenTelemetry (``otel`` extra)."""
+        """Trace runs, requests and (below the loop) tool calls with OpenTelemetry (``otel``
+        extra); arguments as for :class:`~loopkit.middleware.otel.OpenTelemetryChatClient`."""
         from loopkit.middleware.otel import OpenTelemetryChatClient
 
         return self.use(
             lambda inner: OpenTelemetryChatClient(
-                inner, tracer_provider=tracer_provider, capture_content=capture_content, **kwargs
+                inner,
+                tracer_provider=tracer_provider,
+                system=system,
+                capture_content=capture_content,
             )
         )
 

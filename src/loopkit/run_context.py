@@ -95,6 +95,9 @@ class RunContext:
     _message_hooks: list[Callable[[list[ChatMessage]], Awaitable[None]]] = field(
         default_factory=list, repr=False
     )
+    # clients already started (id -> client, kept alive so an id is not reused): separate from
+    # _state, so a RunAware client's own state_for(self, ...) is its own
+    _started: dict[int, object] = field(default_factory=dict, repr=False)
 
     @property
     def depth(self) -> int:
@@ -161,8 +164,8 @@ class RunContext:
         chain that starts at ``clients`` (following ``inner``)."""
         client: object | None = clients
         while client is not None:
-            if isinstance(client, RunAware) and not self.has_state(client):
-                self.state_for(client, lambda: True)
+            if isinstance(client, RunAware) and self._started.get(id(client)) is not client:
+                self._started[id(client)] = client
                 client.on_run_start(self)
             client = getattr(client, "inner", None)
 

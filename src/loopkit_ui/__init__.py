@@ -10,8 +10,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from loopkit._lazy import lazy_exports
-
 _EXPORTS: dict[str, str] = {
     "create_backend": "loopkit_ui.backends",
     "default_backend_name": "loopkit_ui.backends",
@@ -39,8 +37,6 @@ _EXPORTS: dict[str, str] = {
     "HeadlessDesktop": "loopkit_ui.session",
 }
 
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
-
 if TYPE_CHECKING:
     from loopkit_ui.backends import create_backend, default_backend_name
     from loopkit_ui.backends.protocol import (
@@ -66,6 +62,11 @@ if TYPE_CHECKING:
     )
     from loopkit_ui.diff import diff_trees
     from loopkit_ui.session import DesktopError, HeadlessDesktop
+else:
+    # Hidden from type checkers: a module ``__getattr__`` would make any misspelt name "Any".
+    from loopkit._lazy import lazy_exports
+
+    __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 __all__ = [
     "ActionResult",

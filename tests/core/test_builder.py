@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import io
+
 import pytest
 
 from loopkit import (
@@ -83,3 +85,70 @@ def test_configuration_is_per_instance() -> None:
     b = ChatClientBuilder(script({"text": "x"})).use_function_invocation().build()
     assert a.options.max_rounds == 3  # type: ignore[attr-defined]
     assert b.options.max_rounds == 40  # type: ignore[attr-defined]
+
+
+# --- typed keyword arguments ------------------------------------------------------------------
+# A misspelt keyword is a type error (tests/typing) and, for untyped callers, a TypeError that
+# names it and lists what is accepted; it never reaches a middleware or the wire.
+
+
+@pytest.mark.parametrize(
+    ("call", "typo"),
+    [
+        (lambda b: b.use_function_invocation(max_round=3), "'max_round'"),
+        (lambda b: b.use_retries(max_attempt=2), "'max_attempt'"),
+        (lambda b: b.use_run_log(io.StringIO(), max_chars=10), "'max_chars'"),
+        (lambda b: b.use_opentelemetry(capture=True), "'capture'"),
+    ],
+)
+def test_a_misspelt_builder_keyword_is_a_type_error_naming_it(call, typo: str) -> None:
+    builder = ChatClientBuilder(script({"text": "x"}))
+    with pytest.raises(TypeError, match=typo):
+        call(builder)
+    assert builder.build() is builder._inner  # nothing was added
+
+
+def test_the_typo_error_lists_the_accepted_keywords() -> None:
+    with pytest.raises(TypeError, match=r"expected any of: .*max_rounds"):
+        ChatClientBuilder(script({"text": "x"})).use_function_invocation(max_round=3)  # type: ignore[call-arg]
+
+
+def test_options_and_their_fields_together_are_refused() -> None:
+    from loopkit import FunctionInvocationOptions, RunLog
+
+    builder = ChatClientBuilder(script({"text": "x"}))
+    with pytest.raises(TypeError, match="not both"):
+        builder.use_function_invocation(FunctionInvocationOptions(), max_rounds=3)
+    with pytest.raises(TypeError, match="not both"):
+        builder.use_run_log(RunLog(io.StringIO()), max_text_chars=10)
+
+
+def test_approval_required_may_be_any_collection_of_names() -> None:
+    client = (
+        ChatClientBuilder(script({"text": "x"}))
+        .use_function_invocation(approval_required={"git_commit"}, approver=lambda call: True)
+        .build()
+    )
+    assert client.options.approval_required == frozenset({"git_commit"})  # type: ignore[attr-defined]
+
+
+def test_keyword_types_list_exactly_the_fields_they_set() -> None:
+    """The TypedDicts behind ``**settings`` name every field of the options they build, so a
+    field added to the options is a keyword at once (and a typo stays an error)."""
+    import dataclasses
+    import inspect
+
+    from loopkit.builder import FunctionInvocationSettings, RetrySettings, RunLogSettings
+    from loopkit.middleware.function_invocation import FunctionInvocationOptions
+    from loopkit.middleware.retry import RetryPolicy
+    from loopkit.middleware.run_log import RunLog
+
+    def fields(cls: type) -> set[str]:
+        return {f.name for f in dataclasses.fields(cls)}
+
+    assert set(FunctionInvocationSettings.__annotations__) == fields(FunctionInvocationOptions)
+    assert set(RetrySettings.__annotations__) == fields(RetryPolicy)
+    keyword_only = {
+        p.name for p in inspect.signature(RunLog).parameters.values() if p.kind is p.KEYWORD_ONLY
+    }
+    assert set(RunLogSettings.__annotations__) == keyword_only

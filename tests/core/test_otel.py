@@ -1,17 +1,31 @@
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Sequence
+
 import pytest
 
-from loopkit import ChatClientBuilder, tool
+from loopkit import (
+    ChatClient,
+    ChatClientBuilder,
+    FunctionChatClient,
+    RunContext,
+    UsageDetails,
+    run_scope,
+    tool,
+)
 from tests.installed import import_or_unavailable
 
 from .helpers import call, opts, script, user
 
 sdk = import_or_unavailable("opentelemetry.sdk.trace", install="the otel and dev extras")
+from opentelemetry import trace  # noqa: E402
+from opentelemetry.sdk.trace import ReadableSpan  # noqa: E402
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor  # noqa: E402
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import (  # noqa: E402
     InMemorySpanExporter,
 )
+from opentelemetry.trace import SpanKind, StatusCode  # noqa: E402
 
 
 @tool
@@ -79,3 +93,146 @@ async def test_content_is_captured_only_when_asked_and_errors_are_recorded() -> 
         await client.get_response(user(), opts())
     failed = exporter.get_finished_spans()[-1]
     assert failed.status.status_code.name == "ERROR"
+
+
+# --- model names, run spans, nesting -------------------------------------------------------------
+
+
+def by_name(spans: Sequence[ReadableSpan]) -> dict[str, ReadableSpan]:
+    return {s.name: s for s in spans}
+
+
+def parent_of(span: ReadableSpan) -> int | None:
+    return span.parent.span_id if span.parent is not None else None
+
+
+async def test_chat_span_names_the_model_of_the_response_when_nothing_named_it_before() -> None:
+    tp, exporter = provider()
+    client = ChatClientBuilder(script({"text": "hi"})).use_opentelemetry(tracer_provider=tp).build()
+    await client.get_response(user(), opts())  # no model_id; the scripted model has no `model`
+    [span] = exporter.get_finished_spans()
+    assert span.name == "chat scripted"
+    assert span.attributes["gen_ai.response.model"] == "scripted"
+    assert span.kind == SpanKind.CLIENT
+
+
+async def test_chat_span_names_the_model_the_innermost_client_reports() -> None:
+    tp, exporter = provider()
+    inner = FunctionChatClient(lambda messages, options: "hi", model_id="anthropic/claude-x")
+    client = (
+        ChatClientBuilder(inner)
+        .use_opentelemetry(tracer_provider=tp)
+        .use_retries(initial_delay=0)  # a middleware between: the walk goes down to the model
+        .build()
+    )
+    await client.get_response(user(), opts())
+    [span] = exporter.get_finished_spans()
+    assert span.name == "chat anthropic/claude-x"
+    assert span.attributes["gen_ai.request.model"] == "anthropic/claude-x"
+    assert span.attributes["gen_ai.system"] == "anthropic"
+    assert span.attributes["gen_ai.provider.name"] == "anthropic"
+
+
+def traced_loop(tp: object, model: object) -> ChatClient:
+    return (
+        ChatClientBuilder(model)  # type: ignore[arg-type]
+        .use_function_invocation()
+        .use_opentelemetry(tracer_provider=tp)  # type: ignore[arg-type]
+        .build()
+    )
+
+
+async def test_a_run_is_an_invoke_agent_span_with_chat_and_tool_spans_nested() -> None:
+    tp, exporter = provider()
+    client = traced_loop(
+        tp,
+        script(
+            {"calls": [call("add", a=1, b=2)], "usage": {"input_tokens": 10, "output_tokens": 2}},
+            {"text": "3", "usage": {"input_tokens": 20, "output_tokens": 1}},
+        ),
+    )
+    run = RunContext(name="planner", metadata={"session_id": "s-1", "agent_id": "a-1"})
+    with run_scope(run):
+        run.start_middleware(client)
+        agent_span = trace.get_current_span()  # current for the run
+        await client.get_response(user(), opts(add))
+        run.emit("retry", attempt=1, wait_s=0.5, reason="rate limited")
+        run.usage = UsageDetails(input_tokens=30, output_tokens=3)  # the loop's job (contract 2)
+        run.rounds, run.tool_calls = 2, 1
+        run.emit("run_end", status="ok", error=None)
+        assert trace.get_current_span() is not agent_span  # the caller's context is back
+    spans = exporter.get_finished_spans()
+    assert [s.name for s in spans] == [
+        "chat scripted",
+        "execute_tool add",
+        "chat scripted",
+        "invoke_agent planner",
+    ]
+    first_chat, tool_span, second_chat, agent = spans
+    assert agent.parent is None
+    assert agent.context.span_id == agent_span.get_span_context().span_id
+    assert parent_of(first_chat) == parent_of(second_chat) == agent.context.span_id
+    assert parent_of(tool_span) == first_chat.context.span_id  # the chat span of its round
+    assert {s.context.trace_id for s in spans} == {agent.context.trace_id}
+    attributes = agent.attributes
+    assert attributes["gen_ai.operation.name"] == "invoke_agent"
+    assert attributes["gen_ai.agent.name"] == "planner"
+    assert attributes["gen_ai.agent.id"] == "a-1"
+    assert attributes["gen_ai.conversation.id"] == "s-1"
+    assert attributes["loopkit.run.id"] == run.run_id
+    assert attributes["gen_ai.usage.input_tokens"] == 30
+    assert attributes["gen_ai.usage.output_tokens"] == 3
+    assert attributes["loopkit.run.rounds"] == 2
+    assert attributes["loopkit.run.status"] == "ok"
+    assert agent.status.status_code == StatusCode.UNSET
+    [event] = agent.events
+    assert event.name == "retry"
+    assert dict(event.attributes or {}) == {"attempt": 1, "wait_s": 0.5, "reason": "rate limited"}
+
+
+async def test_a_child_run_nests_under_its_parent_and_a_failed_run_is_an_error() -> None:
+    tp, exporter = provider()
+    client = traced_loop(tp, script({"text": "child answer"}, {"text": "parent answer"}))
+    parent = RunContext(name="parent")
+    with run_scope(parent):
+        parent.start_middleware(client)
+        parent_span = trace.get_current_span()
+        child = parent.child("researcher")
+        with run_scope(child):
+            child.start_middleware(client)
+            await client.get_response(user(), opts())
+            child.emit("run_end", status="error", error="budget spent", output_type=None)
+        assert trace.get_current_span() is parent_span  # the parent's span is current again
+        await client.get_response(user(), opts())
+        parent.emit("run_end", status="ok", error=None)
+    spans = by_name(exporter.get_finished_spans())
+    child_span, parent_out = spans["invoke_agent researcher"], spans["invoke_agent parent"]
+    assert parent_of(child_span) == parent_out.context.span_id
+    assert child_span.attributes["loopkit.run.parent_id"] == parent.run_id
+    assert child_span.attributes["loopkit.run.depth"] == 1
+    assert child_span.status.status_code == StatusCode.ERROR
+    assert child_span.status.description == "budget spent"
+    chats = [s for s in exporter.get_finished_spans() if s.name.startswith("chat")]
+    assert [parent_of(s) for s in chats] == [child_span.context.span_id, parent_out.context.span_id]
+
+
+async def test_concurrent_runs_on_one_client_get_their_own_spans() -> None:
+    tp, exporter = provider()
+    client = traced_loop(tp, FunctionChatClient(lambda messages, options: "ok", model_id="m"))
+
+    async def one_run(name: str) -> None:
+        run = RunContext(name=name)
+        with run_scope(run):
+            run.start_middleware(client)
+            await asyncio.sleep(0)  # let the other run start in between
+            await client.get_response(user(), opts())
+            await asyncio.sleep(0)
+            run.emit("run_end", status="ok", error=None)
+
+    await asyncio.gather(one_run("a"), one_run("b"))
+    spans = exporter.get_finished_spans()
+    agents = {s.attributes["gen_ai.agent.name"]: s for s in spans if s.name.startswith("invoke")}
+    chats = [s for s in spans if s.name == "chat m"]
+    assert sorted(agents) == ["a", "b"]
+    assert {parent_of(s) for s in chats} == {a.context.span_id for a in agents.values()}
+    assert len({a.context.trace_id for a in agents.values()}) == 2  # two traces, not one

@@ -115,3 +115,18 @@ async def test_message_hooks_get_each_complete_step_in_order() -> None:
     await run.messages_added([ChatMessage.from_text("assistant", "a")])
     await run.messages_added([ChatMessage.from_text("assistant", "b")])
     assert got == [["a"], ["b"]]
+
+
+class _AwareWithState:
+    inner = None
+
+    def on_run_start(self, run: RunContext) -> None:
+        run.state_for(self, list).append("started")
+
+
+def test_starting_does_not_take_the_clients_own_state_slot() -> None:
+    client = _AwareWithState()
+    run = RunContext()
+    run.start_middleware(client)
+    run.start_middleware(client)
+    assert run.state_for(client, list) == ["started"]

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import inspect
 import threading
 from typing import Annotated, Literal
 
@@ -100,6 +101,25 @@ def test_decorated_function_stays_callable() -> None:
     assert search("q", limit=1) == ["q"]
 
 
+async def test_decorated_async_function_called_directly_returns_its_coroutine() -> None:
+    @tool(name="triple")
+    async def triple(x: int) -> int:
+        return 3 * x
+
+    pending = triple(2)
+    assert inspect.iscoroutine(pending)
+    assert await pending == 6
+    assert isinstance(triple, Tool) and isinstance(triple, FunctionTool)
+
+
+def test_function_tool_is_generic_in_the_signature_at_runtime_too() -> None:
+    # FunctionTool[P, R] subscripts (a user may annotate with it); from_function keeps settings.
+    alias = FunctionTool[[int], int]
+    assert alias.__origin__ is FunctionTool
+    built = FunctionTool.from_function(lambda a: a, name="echo", description="Echo it.")
+    assert (built.name, built.description, built(5)) == ("echo", "Echo it.", 5)
+
+
 def test_parse_docstring_rest_style() -> None:
     summary, params = parse_docstring(
         """Do a thing.
@@ -113,3 +133,12 @@ def test_parse_docstring_rest_style() -> None:
     )
     assert summary == "Do a thing.\n\nMore words."
     assert params == {"path": "the file", "depth": "how deep"}
+
+
+def test_a_tool_rewrapped_under_another_name_keeps_the_function() -> None:
+    plus = FunctionTool.from_function(search, name="find")
+    assert plus.name == "find"
+    assert plus.description == "Search the notes."
+    assert plus.parameters == search.parameters
+    assert plus("q", limit=1) == ["q"]
+    assert str(inspect.signature(search)).startswith("(query:")

@@ -323,9 +323,53 @@ def test_bad_constructor_arguments_are_named() -> None:
         LiteLLMChatClient("")
     with pytest.raises(ValueError, match="timeout must be a positive number"):
         LiteLLMChatClient("openai/x", timeout=0)
-    with pytest.raises(ValueError, match="'stream'"):
-        LiteLLMChatClient("openai/x", stream=True)
+    with pytest.raises(ValueError, match=r"'stream'.*sets it per request"):
+        LiteLLMChatClient("openai/x", litellm_params={"stream": True})
+    with pytest.raises(ValueError, match=r"pass it as LiteLLMChatClient\(temperature=...\)"):
+        LiteLLMChatClient("openai/x", litellm_params={"temperature": 0.2})
+    with pytest.raises(ValueError, match="one retry layer"):
+        LiteLLMChatClient("openai/x", litellm_params={"num_retries": 3})
+    with pytest.raises(ValueError, match="max_tokens must be a positive whole number"):
+        LiteLLMChatClient("openai/x", max_tokens=0)
     client = LiteLLMChatClient("anthropic/claude-x", api_key="sk-secret-value-123456")
     assert "secret" not in repr(client)
     assert client.prompt_caching is True
     assert LiteLLMChatClient("openai/gpt-x").prompt_caching is False
+
+
+def test_a_misspelt_keyword_is_a_type_error_never_sent() -> None:
+    """``**extra`` is gone: an unknown keyword fails at construction (and in mypy), before any
+    request could carry it."""
+    from loopkit.providers.litellm import LiteLLMChatClient
+
+    with pytest.raises(TypeError, match="temprature"):
+        LiteLLMChatClient("openai/x", temprature=0.2)  # type: ignore[call-arg]
+
+
+async def test_client_defaults_headers_body_and_litellm_params_on_the_wire(
+    openai_wire: Wire,
+) -> None:
+    openai_wire.server.enqueue(Turn.reply("ok"), Turn.reply("ok"))
+    client = openai_wire.client(
+        temperature=0.3,
+        max_tokens=50,
+        extra_headers={"x-trace-id": "t-1"},
+        extra_body={"custom_field": 1},
+        litellm_params={"presence_penalty": 0.5},
+    )
+    await client.get_response(conversation())
+    # ChatOptions win over the client's defaults for one request.
+    await client.get_response(conversation(), ChatOptions(temperature=0.9, max_output_tokens=7))
+    first, second = (r.body for r in openai_wire.server.requests)
+    assert (first["temperature"], first["max_tokens"]) == (0.3, 50)
+    assert (second["temperature"], second["max_tokens"]) == (0.9, 7)
+    assert first["custom_field"] == 1  # extra_body is merged into the JSON body
+    assert first["presence_penalty"] == 0.5
+    assert openai_wire.server.requests[0].headers["x-trace-id"] == "t-1"
+
+
+async def test_unset_client_defaults_are_not_sent(openai_wire: Wire) -> None:
+    openai_wire.server.enqueue(Turn.reply("ok"))
+    await openai_wire.client().get_response(conversation())
+    body = openai_wire.server.requests[0].body
+    assert not {"temperature", "max_tokens", "custom_field"} & set(body)

@@ -212,13 +212,21 @@ def test_redact_covers_json_escaped_whitespace_and_keeps_labels() -> None:
 
 async def test_secret_named_extra_arguments_are_redacted_too(openai_wire: Wire) -> None:
     """Keys passed as extra litellm arguments (``aws_secret_access_key=``, a proxy's token) are
-    known secrets as well."""
+    known secrets as well, and so are header values named like secrets or ``Authorization``."""
     token = "plain-words-but-secret-1"  # no credential shape: only its name marks it
-    openai_wire.server.enqueue(Turn.error(401, "authentication_error", f"bad token {token}"))
-    client = openai_wire.client(extra_headers={"x-proxy": "1"}, proxy_auth_token=token)
+    header = "plain-header-secret-22"
+    auth = "plain-authorization-333"
+    openai_wire.server.enqueue(
+        Turn.error(401, "authentication_error", f"bad token {token} {header} {auth}")
+    )
+    client = openai_wire.client(
+        extra_headers={"x-proxy": "1", "x-proxy-key": header, "Proxy-Authorization": auth},
+        litellm_params={"proxy_auth_token": token},
+    )
     error = await fail(client, stream=False)
     assert error.status_code == 401
-    assert_clean(error, token)
+    for secret in (token, header, auth):
+        assert_clean(error, secret)
 
 
 def test_client_repr_shows_no_key_nor_url_password() -> None:

@@ -6,10 +6,29 @@ import asyncio
 import inspect
 import re
 from collections.abc import Awaitable, Callable
-from typing import Annotated, Any, Protocol, get_args, get_origin, overload, runtime_checkable
+from typing import (
+    Annotated,
+    Any,
+    Generic,
+    Protocol,
+    get_args,
+    get_origin,
+    overload,
+    runtime_checkable,
+)
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 from pydantic.fields import FieldInfo
+
+# typing_extensions (a dependency of pydantic) for PEP 696 defaults: a bare ``FunctionTool``
+# annotation means ``FunctionTool[..., Any]`` and passes ``mypy --strict``.
+from typing_extensions import ParamSpec, TypeVar
+
+#: The wrapped function's parameters and return type (the ones a direct call type-checks against).
+P = ParamSpec("P", default=...)
+R = TypeVar("R", covariant=True, default=Any)
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
 
 
 class ToolError(Exception):
@@ -103,7 +122,7 @@ def _clean_schema(schema: dict[str, Any]) -> dict[str, Any]:
     return cleaned
 
 
-class FunctionTool:
+class FunctionTool(Generic[P, R]):
     """A Python function (sync or async) as a :class:`Tool`.
 
     The JSON schema comes from the signature: types, defaults, ``Annotated[..., "description"]``
@@ -111,19 +130,36 @@ class FunctionTool:
     tool, its ``Args:`` section the parameters). Arguments are validated by pydantic before the
     call; a failure raises :class:`ToolArgumentsError` whose message tells the model what was
     wrong. Sync functions run in a worker thread so they never block the event loop.
+
+    The tool is generic in the function's signature: calling it directly (``add(1, 2)``) type-checks
+    exactly like calling the function, and returns what the function returns (a coroutine for an
+    ``async def``).
     """
 
-    __slots__ = ("_fn", "_is_async", "_model", "_schema", "description", "name", "run_in_thread")
+    __slots__ = (
+        "__wrapped__",
+        "_fn",
+        "_is_async",
+        "_model",
+        "_schema",
+        "description",
+        "name",
+        "run_in_thread",
+    )
 
     def __init__(
         self,
-        fn: Callable[..., Any],
+        fn: Callable[P, R],
         *,
         name: str | None = None,
         description: str | None = None,
         run_in_thread: bool = True,
     ) -> None:
-        self._fn = fn
+        if isinstance(fn, FunctionTool):  # re-wrapping a tool (to rename it): its function
+            fn = fn.__wrapped__
+        self._fn: Callable[P, R] = fn
+        #: The function, for ``inspect.signature`` and ``inspect.unwrap``.
+        self.__wrapped__: Callable[P, R] = fn
         self._is_async = inspect.iscoroutinefunction(fn)
         self.run_in_thread = run_in_thread
         self.name = name or fn.__name__
@@ -132,10 +168,16 @@ class FunctionTool:
         self._model = self._build_model(fn, doc_params)
         self._schema = _clean_schema(self._model.model_json_schema())
 
-    @classmethod
-    def from_function(cls, fn: Callable[..., Any], **kwargs: Any) -> FunctionTool:
+    @staticmethod
+    def from_function(
+        fn: Callable[_P, _R],
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        run_in_thread: bool = True,
+    ) -> FunctionTool[_P, _R]:
         """Build a tool from ``fn``; keyword arguments as for the constructor."""
-        return cls(fn, **kwargs)
+        return FunctionTool(fn, name=name, description=description, run_in_thread=run_in_thread)
 
     @property
     def parameters(self) -> dict[str, Any]:
@@ -156,7 +198,8 @@ class FunctionTool:
                 )
             annotation = hints.get(pname, Any)
             description = doc_params.get(pname)
-            if get_origin(annotation) is Annotated:
+            origin: object = get_origin(annotation)
+            if origin is Annotated:
                 base, *meta = get_args(annotation)
                 extra = [m for m in meta if not isinstance(m, str)]
                 texts = [m for m in meta if isinstance(m, str)]
@@ -198,16 +241,18 @@ class FunctionTool:
 
     async def invoke(self, arguments: dict[str, Any]) -> Any:
         kwargs = self.validate(arguments)
+        # Validated by name against the signature: P's static shape is not needed here.
+        fn: Callable[..., Any] = self._fn
         if self._is_async:
-            return await self._fn(**kwargs)
+            return await fn(**kwargs)
         if self.run_in_thread:
-            return await asyncio.to_thread(self._fn, **kwargs)
-        result = self._fn(**kwargs)
+            return await asyncio.to_thread(fn, **kwargs)
+        result = fn(**kwargs)
         if inspect.isawaitable(result):
             return await result
         return result
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
         """Call the wrapped function directly (the decorator keeps functions usable)."""
         return self._fn(*args, **kwargs)
 
@@ -216,22 +261,23 @@ class FunctionTool:
 
 
 @overload
-def tool(fn: Callable[..., Any], /) -> FunctionTool: ...
+def tool(fn: Callable[_P, _R], /) -> FunctionTool[_P, _R]: ...
 @overload
 def tool(
     *, name: str | None = None, description: str | None = None, run_in_thread: bool = True
-) -> Callable[[Callable[..., Any]], FunctionTool]: ...
+) -> Callable[[Callable[_P, _R]], FunctionTool[_P, _R]]: ...
 
 
 def tool(
-    fn: Callable[..., Any] | None = None,
+    fn: Callable[_P, _R] | None = None,
     /,
     *,
     name: str | None = None,
     description: str | None = None,
     run_in_thread: bool = True,
-) -> FunctionTool | Callable[[Callable[..., Any]], FunctionTool]:
-    """Decorator: turn a function into a :class:`FunctionTool`.
+) -> FunctionTool[_P, _R] | Callable[[Callable[_P, _R]], FunctionTool[_P, _R]]:
+    """Decorator: turn a function into a :class:`FunctionTool`, bare (``@tool``) or with settings
+    (``@tool(name=..., description=...)``). The result still calls like the function.
 
     Example::
 
@@ -239,12 +285,16 @@ def tool(
         def add(a: int, b: Annotated[int, "the second number"] = 1) -> int:
             \"\"\"Add two numbers.\"\"\"
             return a + b
-    """
 
-    def wrap(f: Callable[..., Any]) -> FunctionTool:
+        add(1, 2)  # 3, type-checked as add(a: int, b: int = 1) -> int
+    """
+    if fn is not None:
+        return FunctionTool(fn, name=name, description=description, run_in_thread=run_in_thread)
+
+    def wrap(f: Callable[_P, _R]) -> FunctionTool[_P, _R]:
         return FunctionTool(f, name=name, description=description, run_in_thread=run_in_thread)
 
-    return wrap(fn) if fn is not None else wrap
+    return wrap
 
 
 ToolFunction = Callable[..., Any] | Callable[..., Awaitable[Any]]

@@ -9,7 +9,29 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from loopkit._lazy import lazy_exports
+__all__ = [
+    "AllClientsFailedError",
+    "CompactionChatClient",
+    "CompactionOptions",
+    "DelegatingChatClient",
+    "FallbackChatClient",
+    "FunctionInvocationOptions",
+    "FunctionInvokingChatClient",
+    "OpenTelemetryChatClient",
+    "RetryPolicy",
+    "RetryingChatClient",
+    "RunLog",
+    "RunLogChatClient",
+    "TokenBudgetChatClient",
+    "TokenEstimator",
+    "ToolInvocation",
+    "ToolInvocationListener",
+    "cut_result",
+    "estimate_tokens",
+    "is_transient",
+    "redact",
+    "tool_result_to_text",
+]
 
 _EXPORTS: dict[str, str] = {
     "CompactionChatClient": "loopkit.middleware.compaction",
@@ -35,12 +57,6 @@ _EXPORTS: dict[str, str] = {
     "estimate_tokens": "loopkit.middleware.token_estimate",
 }
 
-__all__ = sorted(_EXPORTS)
-
-
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
-
-
 if TYPE_CHECKING:
     from loopkit.middleware.compaction import CompactionChatClient, CompactionOptions
     from loopkit.middleware.delegating import DelegatingChatClient
@@ -58,3 +74,8 @@ if TYPE_CHECKING:
     from loopkit.middleware.run_log import RunLog, RunLogChatClient, redact
     from loopkit.middleware.token_budget import TokenBudgetChatClient
     from loopkit.middleware.token_estimate import TokenEstimator, estimate_tokens
+else:
+    # Hidden from type checkers: a module ``__getattr__`` would make any misspelt name "Any".
+    from loopkit._lazy import lazy_exports
+
+    __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -1,6 +1,6 @@
 """Model providers. ``LiteLLMChatClient`` is imported lazily: litellm takes seconds to import."""
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from loopkit.providers.scripted import (
     FunctionChatClient,
@@ -10,9 +10,6 @@ from loopkit.providers.scripted import (
     ScriptedChatClient,
     ScriptedTurn,
 )
-
-if TYPE_CHECKING:
-    from loopkit.providers.litellm import LiteLLMChatClient
 
 __all__ = [
     "FunctionChatClient",
@@ -24,10 +21,13 @@ __all__ = [
     "ScriptedTurn",
 ]
 
+#: Names loaded on first use (the others above are imported with the package).
+_EXPORTS: dict[str, str] = {"LiteLLMChatClient": "loopkit.providers.litellm"}
 
-def __getattr__(name: str) -> Any:
-    if name == "LiteLLMChatClient":
-        from loopkit.providers.litellm import LiteLLMChatClient
+if TYPE_CHECKING:
+    from loopkit.providers.litellm import LiteLLMChatClient
+else:
+    # Hidden from type checkers: a module ``__getattr__`` would make any misspelt name "Any".
+    from loopkit._lazy import lazy_exports
 
-        return LiteLLMChatClient
-    raise AttributeError(f"module 'loopkit.providers' has no attribute {name!r}")
+    __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

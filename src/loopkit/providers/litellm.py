@@ -29,7 +29,7 @@ import asyncio
 import contextlib
 import os
 import threading
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from types import ModuleType
 from typing import Any
 
@@ -56,13 +56,17 @@ from loopkit.providers.litellm_errors import (
     secret_values,
 )
 from loopkit.providers.litellm_mapping import (
+    AUTH_HEADERS,
     add_cache_breakpoints,
     attr,
+    checked_litellm_params,
     function_call_from,
     map_finish_reason,
     map_usage,
     options_to_kwargs,
+    str_mapping,
     to_openai_messages,
+    to_response_format,
 )
 
 __all__ = [
@@ -143,6 +147,21 @@ async def _litellm() -> ModuleType:
     return await asyncio.to_thread(load_litellm)
 
 
+def _check_json_mode(model: str, options: ChatOptions | None) -> None:
+    """Refuse ``ResponseFormat.json()`` for Anthropic models: litellm has no JSON mode for them
+    and drops ``{"type": "json_object"}`` without a word (litellm 1.110; pinned by
+    tests/providers/test_litellm_response_format.py), so the answer would be prose."""
+    response_format = getattr(options, "response_format", None)
+    if response_format is None or not is_anthropic_model(model):
+        return
+    if to_response_format(response_format) == {"type": "json_object"}:
+        raise ValueError(
+            f"ChatOptions.response_format asks for any JSON object, which {model!r} cannot be "
+            "held to (litellm drops it for Anthropic models); give a schema: "
+            "ResponseFormat.json_schema(...) or ResponseFormat.for_type(...)"
+        )
+
+
 def is_anthropic_model(model: str) -> bool:
     """True for Anthropic's models by any route (``anthropic/...``, Bedrock, Vertex, ...)."""
     lowered = model.lower()
@@ -159,10 +178,17 @@ class LiteLLMChatClient:
     ``model`` is a litellm model string (``anthropic/claude-sonnet-4-5``, ``openai/gpt-5``,
     ``ollama/qwen2.5-coder``, ``openai/<name>`` with ``api_base`` for any OpenAI-compatible server).
     Without ``api_key`` litellm reads the usual environment variables (``ANTHROPIC_API_KEY``,
-    ``OPENAI_API_KEY``, ...). ``prompt_caching`` (default: on for Anthropic models) marks cache
-    breakpoints on the system prompt, the last tool and the latest turn. Extra keyword arguments
-    are passed to every ``litellm.acompletion`` call; ``ChatOptions.additional_properties`` win
-    over them for one request.
+    ``OPENAI_API_KEY``, ...). ``api_version`` is for hosts that version their API (Azure).
+    ``prompt_caching`` (default: on for Anthropic models) marks cache breakpoints on the system
+    prompt, the last tool and the latest turn.
+
+    ``temperature`` and ``max_tokens`` are defaults for every request (``ChatOptions.temperature``
+    and ``ChatOptions.max_output_tokens`` win for one request); left ``None`` they are not sent.
+    ``extra_headers`` go with every request, ``extra_body`` is merged into the JSON body of
+    OpenAI-compatible requests. ``litellm_params`` is the one escape hatch: any other
+    ``litellm.acompletion`` argument (``aws_region_name``, ``reasoning_effort``, ...), sent with
+    every request; ``ChatOptions.additional_properties`` win over it for one request. Every other
+    keyword is a ``TypeError`` (and a type error), so a typo is never sent on the wire.
     """
 
     def __init__(
@@ -171,9 +197,14 @@ class LiteLLMChatClient:
         *,
         api_base: str | None = None,
         api_key: str | None = None,
+        api_version: str | None = None,
         timeout: float = DEFAULT_TIMEOUT,
         prompt_caching: bool | None = None,
-        **extra: Any,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+        extra_headers: Mapping[str, str] | None = None,
+        extra_body: Mapping[str, Any] | None = None,
+        litellm_params: Mapping[str, Any] | None = None,
     ) -> None:
         if not isinstance(model, str) or not model.strip():
             raise ValueError(
@@ -182,20 +213,27 @@ class LiteLLMChatClient:
             )
         if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0:
             raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
-        for forbidden in ("messages", "stream", "model"):
-            if forbidden in extra:
-                raise ValueError(
-                    f"LiteLLMChatClient does not take {forbidden!r} as an extra argument; "
-                    "it is set per request"
-                )
+        if temperature is not None and (
+            isinstance(temperature, bool) or not isinstance(temperature, int | float)
+        ):
+            raise ValueError(f"temperature must be a number, got {temperature!r}")
+        if max_tokens is not None and (
+            isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1
+        ):
+            raise ValueError(f"max_tokens must be a positive whole number, got {max_tokens!r}")
         self.model = model
         self.api_base = api_base
         self._api_key = api_key
+        self.api_version = api_version
         self.timeout = float(timeout)
         self.prompt_caching = (
             is_anthropic_model(model) if prompt_caching is None else prompt_caching
         )
-        self.extra = dict(extra)
+        self.temperature = temperature
+        self.max_tokens = max_tokens
+        self.extra_headers = str_mapping("extra_headers", extra_headers)
+        self.extra_body = str_mapping("extra_body", extra_body)
+        self.litellm_params = checked_litellm_params(litellm_params)
 
     def __repr__(self) -> str:
         # Never show the key, nor a password in api_base.
@@ -203,8 +241,19 @@ class LiteLLMChatClient:
         return f"LiteLLMChatClient({self.model!r}{base})"
 
     def _secrets(self) -> list[str | None]:
-        """What this client knows to be secret: its key and secret-named extra arguments."""
-        return [self._api_key, *secret_values(self.extra)]
+        """What this client knows to be secret: its key, secret-named ``litellm_params`` and
+        headers (``x-api-key``, an ``Authorization`` value)."""
+        auth = [
+            v
+            for k, v in self.extra_headers.items()
+            if k.lower() in AUTH_HEADERS and isinstance(v, str)
+        ]
+        return [
+            self._api_key,
+            *secret_values(self.litellm_params),
+            *secret_values(self.extra_headers),
+            *auth,
+        ]
 
     # -- request -----------------------------------------------------------------------------
     def build_request(
@@ -223,10 +272,18 @@ class LiteLLMChatClient:
             "num_retries": 0,
             "max_retries": 0,
         }
-        if self.api_base:
-            request["api_base"] = self.api_base
-        request.update(self.extra)
+        optional = {
+            "api_base": self.api_base,
+            "api_version": self.api_version,
+            "temperature": self.temperature,
+            "max_tokens": self.max_tokens,
+            "extra_headers": dict(self.extra_headers) or None,
+            "extra_body": dict(self.extra_body) or None,
+        }
+        request.update({k: v for k, v in optional.items() if v is not None})
+        request.update(self.litellm_params)
         request.update(options_to_kwargs(options))
+        _check_json_mode(model, options)
         if self.prompt_caching:
             add_cache_breakpoints(request["messages"], request.get("tools"))
         return request

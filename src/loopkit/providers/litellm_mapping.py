@@ -161,8 +161,77 @@ def options_to_kwargs(options: ChatOptions | None) -> dict[str, Any]:
         "seed": options.seed,
     }
     kwargs.update({k: v for k, v in optional.items() if v is not None})
+    # ``response_format`` arrives with helper A's ChatOptions field; getattr until then.
+    response_format = to_response_format(getattr(options, "response_format", None))
+    if response_format is not None:
+        kwargs["response_format"] = response_format
     kwargs.update(options.additional_properties)
     return kwargs
+
+
+#: The schema's name when a ResponseFormat gives none (OpenAI requires one: [a-zA-Z0-9_-]{1,64}).
+DEFAULT_SCHEMA_NAME = "response"
+
+
+def _format_parts(fmt: Any) -> tuple[str, Mapping[str, Any] | None, str | None, bool]:
+    """(kind, schema, name, strict) of a :class:`~loopkit.abstractions.response_format.
+    ResponseFormat`: ``kind`` is ``text``, ``json`` or ``json_schema``."""
+    kind = getattr(fmt, "kind", None)
+    # A pydantic model cannot call a field ``schema`` (BaseModel has one): ``schema_`` then.
+    schema = next(
+        (
+            v
+            for v in (getattr(fmt, "schema_", None), getattr(fmt, "schema", None))
+            if isinstance(v, Mapping)
+        ),
+        None,
+    )
+    name = getattr(fmt, "name", None)
+    return (
+        str(kind),
+        schema,
+        name if isinstance(name, str) else None,
+        getattr(fmt, "strict", True) is not False,
+    )
+
+
+def to_response_format(fmt: Any) -> dict[str, Any] | None:
+    """``ChatOptions.response_format`` → litellm's (OpenAI's) ``response_format``; None for
+    plain text (the default, so nothing is sent).
+
+    - ``ResponseFormat.json()`` → ``{"type": "json_object"}``;
+    - ``ResponseFormat.json_schema(schema, name, strict)`` (and ``for_type``) →
+      ``{"type": "json_schema", "json_schema": {"name", "schema", "strict"}}``.
+
+    litellm passes both to OpenAI-compatible servers as they are; for Anthropic it sends the
+    schema as Anthropic's structured output (``output_format``) where the model has it, else as a
+    forced tool whose call it turns back into the answer's text (tests/providers/
+    test_litellm_response_format.py shows which, with the installed litellm).
+    """
+    if fmt is None:
+        return None
+    kind, schema, name, strict = _format_parts(fmt)
+    if kind == "text":
+        return None
+    if kind in ("json", "json_object"):
+        return {"type": "json_object"}
+    if kind == "json_schema":
+        if schema is None:
+            raise ValueError(
+                f"ChatOptions.response_format {fmt!r} is a json_schema format without a schema; "
+                "expected a JSON schema (a dict) with it"
+            )
+        return {
+            "type": "json_schema",
+            "json_schema": {
+                "name": name or DEFAULT_SCHEMA_NAME,
+                "schema": dict(schema),
+                "strict": strict,
+            },
+        }
+    raise ValueError(
+        f"ChatOptions.response_format has kind {kind!r}; expected 'text', 'json' or 'json_schema'"
+    )
 
 
 def add_cache_breakpoints(
@@ -195,6 +264,58 @@ def _mark_message(message: dict[str, Any]) -> None:
         message["content"] = [{"type": "text", "text": content, "cache_control": dict(EPHEMERAL)}]
     elif isinstance(content, list) and content:
         content[-1] = {**content[-1], "cache_control": dict(EPHEMERAL)}
+
+
+# --- client settings ----------------------------------------------------------------------------
+
+#: Request arguments the client sets itself: never from ``litellm_params``.
+_SET_PER_REQUEST = frozenset({"model", "messages", "stream", "stream_options"})
+#: litellm arguments with a keyword of their own on the client: pass them there.
+_OWN_KEYWORDS = frozenset(
+    {
+        "api_base",
+        "api_key",
+        "api_version",
+        "timeout",
+        "temperature",
+        "max_tokens",
+        "extra_headers",
+        "extra_body",
+    }
+)
+#: Headers whose whole value is a credential, whatever it looks like.
+AUTH_HEADERS = frozenset({"authorization", "proxy-authorization"})
+#: One retry layer only (RetryingChatClient): these stay 0.
+_RETRY_SETTINGS = frozenset({"num_retries", "max_retries"})
+
+
+def str_mapping(what: str, value: Mapping[str, Any] | None) -> dict[str, Any]:
+    """``value`` as a dict (empty for None); a clear error naming ``what`` for anything else."""
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping) or not all(isinstance(k, str) for k in value):
+        raise ValueError(f"{what} must be a mapping with string keys, got {value!r}")
+    return dict(value)
+
+
+def checked_litellm_params(params: Mapping[str, Any] | None) -> dict[str, Any]:
+    """``litellm_params`` as a dict, refusing what the client sets itself or has a keyword for."""
+    checked = str_mapping("litellm_params", params)
+    for key in checked:
+        if key in _SET_PER_REQUEST:
+            raise ValueError(
+                f"litellm_params may not set {key!r}: LiteLLMChatClient sets it per request"
+            )
+        if key in _OWN_KEYWORDS:
+            raise ValueError(
+                f"litellm_params may not set {key!r}: pass it as LiteLLMChatClient({key}=...)"
+            )
+        if key in _RETRY_SETTINGS:
+            raise ValueError(
+                f"litellm_params may not set {key!r}: loopkit keeps one retry layer "
+                "(ChatClientBuilder.use_retries())"
+            )
+    return checked
 
 
 # --- responses ----------------------------------------------------------------------------------

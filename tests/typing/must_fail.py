@@ -1,0 +1,42 @@
+"""Mistakes ``mypy --strict`` must report: each line marked ``# E: <code>`` must give exactly that
+error, and no other line may give one (tests/typing/test_mypy_strict.py). Never run."""
+
+# ruff: noqa: F401, I001, B018  (deliberate mistakes, one a line)
+
+from __future__ import annotations
+
+import io
+
+import loopkit
+from loopkit import ChatClientBuildr  # E: attr-defined
+from loopkit import ChatClientBuilder, FunctionChatClient, LiteLLMChatClient, tool
+from loopkit.middleware import RunLogg  # E: attr-defined
+
+
+@tool
+def add(a: int, b: int = 1) -> int:
+    return a + b
+
+
+@tool(name="weather")
+async def weather(city: str) -> str:
+    return city
+
+
+model = FunctionChatClient(lambda messages, options: "hi")
+builder = ChatClientBuilder(model)
+
+add("one")  # E: arg-type
+add(1, c=2)  # E: call-arg
+total: str = add(1)  # E: assignment
+forecast: str = weather("Oslo")  # E: assignment
+weather(city=3)  # E: arg-type, unused-coroutine
+builder.use_function_invocation(max_round=10)  # E: call-arg
+builder.use_function_invocation(max_rounds="10")  # E: arg-type
+builder.use_retries(max_attempt=2)  # E: call-arg
+builder.use_run_log(io.StringIO(), max_chars=1)  # E: call-arg
+builder.use_opentelemetry(capture=True)  # E: call-arg
+LiteLLMChatClient("openai/gpt-5", temprature=0.2)  # E: call-arg
+LiteLLMChatClient("openai/gpt-5", timeout="slow")  # E: arg-type
+LiteLLMChatClient("openai/gpt-5", litellm_params=["reasoning_effort"])  # E: arg-type
+loopkit.ChatClientBuilderr  # E: attr-defined
