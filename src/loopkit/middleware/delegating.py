@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
+from typing import TypeVar
 
 from loopkit.abstractions.chat import ChatClient, ChatOptions, ChatResponse, ChatResponseUpdate
 from loopkit.abstractions.content import ChatMessage
+
+_T = TypeVar("_T")
 
 
 class DelegatingChatClient:
@@ -28,7 +31,7 @@ class DelegatingChatClient:
     ) -> AsyncIterator[ChatResponseUpdate]:
         return self.inner.get_streaming_response(messages, options)
 
-    def find(self, kind: type[object]) -> object | None:
+    def find(self, kind: type[_T]) -> _T | None:
         """The first client of type ``kind`` in this chain (self included), or None."""
         client: object = self
         while client is not None:
