@@ -78,6 +78,8 @@ _EXPORTS: dict[str, str] = {
     "CardError": "loopkit.errors",
     "MCPServerError": "loopkit.errors",
     "ScriptDivergedError": "loopkit.errors",
+    "MaxConsecutiveErrorsError": "loopkit.errors",
+    "OutputValidationError": "loopkit.errors",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -114,7 +116,9 @@ if TYPE_CHECKING:
         BudgetExceededError,
         CardError,
         LoopkitError,
+        MaxConsecutiveErrorsError,
         MCPServerError,
+        OutputValidationError,
         ProviderError,
         ScriptDivergedError,
     )

@@ -20,6 +20,7 @@ from loopkit import (
     FunctionInvocationOptions,
     FunctionInvokingChatClient,
     FunctionResultContent,
+    MaxConsecutiveErrorsError,
     ToolError,
     UsageDetails,
     tool,
@@ -118,12 +119,19 @@ async def test_final_request_can_be_switched_off() -> None:
     assert response.additional_properties["max_rounds_reached"] is True
 
 
-async def test_three_failing_rounds_are_tolerated_the_fourth_propagates() -> None:
+async def test_three_failing_rounds_are_tolerated_the_fourth_ends_the_run() -> None:
     turns = [{"calls": [call("boom")]} for _ in range(4)] + [{"text": "never"}]
     model = script(*turns)
-    with pytest.raises(RuntimeError, match="disk on fire"):
+    with pytest.raises(MaxConsecutiveErrorsError) as raised:
         await loop(model, max_consecutive_errors=3).get_response(user(), opts(boom))
     assert model.position == 4
+    error = raised.value
+    assert (error.tools, error.round) == (["boom"], 4)
+    assert isinstance(error.__cause__, RuntimeError) and str(error.__cause__) == "disk on fire"
+    assert str(error) == (
+        "tools failed in 4 rounds in a row (max_consecutive_errors=3); round 4: boom: "
+        "RuntimeError: disk on fire"
+    )
 
 
 async def test_a_success_resets_the_consecutive_error_count() -> None:
@@ -141,11 +149,12 @@ async def test_a_success_resets_the_consecutive_error_count() -> None:
     assert response.text == "survived"
 
 
-async def test_zero_consecutive_errors_propagates_the_first() -> None:
-    with pytest.raises(RuntimeError):
+async def test_zero_consecutive_errors_ends_the_run_at_the_first() -> None:
+    with pytest.raises(MaxConsecutiveErrorsError) as raised:
         await loop(script({"calls": [call("boom")]}), max_consecutive_errors=0).get_response(
             user(), opts(boom)
         )
+    assert raised.value.round == 1 and isinstance(raised.value.__cause__, RuntimeError)
 
 
 @pytest.mark.parametrize(
@@ -505,17 +514,19 @@ async def test_two_calls_run_concurrently_and_listeners_see_their_round() -> Non
     assert [(i.result, i.round) for i in seen] == [("0", 1), ("1", 1)]
 
 
-async def test_several_failures_beyond_the_limit_raise_them_together() -> None:
+async def test_several_failures_beyond_the_limit_are_named_together() -> None:
     @tool
     def boom2() -> str:
         """Fails too."""
         raise ValueError("disk full")
 
     model = script({"calls": [call("boom"), call("boom2")]}, {"text": "never"})
-    with pytest.raises(ExceptionGroup) as raised:
+    with pytest.raises(MaxConsecutiveErrorsError) as raised:
         await loop(model, max_consecutive_errors=0).get_response(user(), opts(boom, boom2))
-    assert raised.value.message == "tools failed in too many rounds in a row"
-    assert [str(e) for e in raised.value.exceptions] == ["disk on fire", "disk full"]
+    assert raised.value.tools == ["boom", "boom2"]
+    assert [str(e) for e in raised.value.errors] == ["disk on fire", "disk full"]
+    assert isinstance(raised.value.__cause__, ValueError)  # the last one
+    assert "boom: RuntimeError: disk on fire; boom2: ValueError: disk full" in str(raised.value)
 
 
 async def test_an_unknown_tool_is_told_every_available_tool() -> None:
@@ -533,11 +544,12 @@ def bad_arguments() -> ChatResponse:
 
 async def test_arguments_that_do_not_parse_are_an_error_that_counts() -> None:
     recorded = Recorded(bad_arguments(), bad_arguments(), answer("never"))
-    with pytest.raises(ToolError) as raised:
+    with pytest.raises(MaxConsecutiveErrorsError) as raised:
         await loop(FunctionChatClient(recorded), max_consecutive_errors=1).get_response(
             user(), opts(add)
         )
-    assert str(raised.value) == "arguments are not valid JSON: '{'"
+    cause = raised.value.__cause__
+    assert isinstance(cause, ToolError) and str(cause) == "arguments are not valid JSON: '{'"
     [result] = recorded.sent[1][-1].function_results  # what the model got after round one
     assert (result.result, result.error) == ("Error: arguments are not valid JSON: '{'", True)
 
