@@ -40,6 +40,7 @@ __all__ = [
     "RunEvent",
     "current_run",
     "new_run_id",
+    "closing",
     "run_scope",
     "stream_in_run",
 ]
@@ -237,10 +238,26 @@ async def stream_in_run(run: RunContext, stream: AsyncIterator[_T]) -> AsyncIter
                 _CURRENT.reset(token)
             yield item
     finally:
-        aclose = getattr(stream, "aclose", None)
-        if aclose is not None:
-            token = _CURRENT.set(run)
-            try:
-                await aclose()
-            finally:
-                _CURRENT.reset(token)
+        token = _CURRENT.set(run)
+        try:
+            await _aclose(stream)
+        finally:
+            _CURRENT.reset(token)
+
+
+async def _aclose(stream: object) -> None:
+    aclose = getattr(stream, "aclose", None)
+    if aclose is not None:
+        await aclose()
+
+
+@contextlib.asynccontextmanager
+async def closing(stream: AsyncIterator[_T]) -> AsyncIterator[AsyncIterator[_T]]:
+    """``async with closing(stream) as s: async for x in s: ...`` closes ``stream`` (if it can
+    be closed) however the block ends. ``async for`` alone leaves an async generator suspended
+    when the loop is left early (a ``break``, an exception, the consumer's own generator being
+    closed), so its ``finally`` blocks would run only when it is garbage-collected."""
+    try:
+        yield stream
+    finally:
+        await _aclose(stream)

@@ -56,18 +56,14 @@ class ResponseFormat:
         return cls("json")
 
     @classmethod
-    def json_schema(
-        cls, schema: dict[str, Any], name: str, strict: bool = True
-    ) -> ResponseFormat:
+    def json_schema(cls, schema: dict[str, Any], name: str, strict: bool = True) -> ResponseFormat:
         """A JSON object matching ``schema`` (used as given; see :meth:`for_type` to derive one)."""
         if not isinstance(schema, dict):
             raise TypeError(f"schema must be a JSON schema as a dict, got {type(schema).__name__}")
         return cls("json_schema", dict(schema), _clean_name(name), strict)
 
     @classmethod
-    def for_type(
-        cls, tp: Any, *, name: str | None = None, strict: bool = True
-    ) -> ResponseFormat:
+    def for_type(cls, tp: Any, *, name: str | None = None, strict: bool = True) -> ResponseFormat:
         """The schema of ``tp`` as pydantic sees it: a model, dataclass, TypedDict, primitive or
         container. A schema whose root is not an object with properties is wrapped as
         ``{"result": <schema>}`` (:attr:`wrap_key`). With ``strict`` the schema is made fit for

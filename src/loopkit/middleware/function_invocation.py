@@ -20,7 +20,7 @@ import inspect
 import json
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel
@@ -36,6 +36,7 @@ from loopkit.abstractions.chat import (
 from loopkit.abstractions.content import (
     ChatMessage,
     ChatRole,
+    Content,
     FunctionCallContent,
     FunctionResultContent,
     UsageDetails,
@@ -43,7 +44,7 @@ from loopkit.abstractions.content import (
 from loopkit.abstractions.tools import Tool, ToolError
 from loopkit.errors import MaxConsecutiveErrorsError, describe_error
 from loopkit.middleware.delegating import DelegatingChatClient
-from loopkit.run_context import RunContext, current_run, run_scope, stream_in_run
+from loopkit.run_context import RunContext, closing, current_run, run_scope, stream_in_run
 
 DEFAULT_MAX_RESULT_CHARS = 4000
 
@@ -270,7 +271,9 @@ class FunctionInvokingChatClient(DelegatingChatClient):
     ) -> ChatResponse:
         if not self.options.final_request_without_tools or options is None:
             # Rounds ran out (in this request, or before it in the run): answer with what is.
-            result = self._finish(last or ChatResponse(), added, run, usage_before, reported, rounds)
+            result = self._finish(
+                last or ChatResponse(), added, run, usage_before, reported, rounds
+            )
             result.additional_properties["max_rounds_reached"] = True
             return result
         # Tools stay listed with tool_mode "none": removing them would invalidate a provider's
@@ -326,7 +329,9 @@ class FunctionInvokingChatClient(DelegatingChatClient):
         if error_rounds > limit:
             names = [n for n, _ in failed]
             errors = [e for _, e in failed if e is not None]
-            shown = "; ".join(f"{n}: {describe_error(e)}" for n, e in zip(names, errors, strict=True))
+            shown = "; ".join(
+                f"{n}: {describe_error(e)}" for n, e in zip(names, errors, strict=True)
+            )
             error = MaxConsecutiveErrorsError(
                 f"tools failed in {error_rounds} rounds in a row (max_consecutive_errors="
                 f"{limit}); round {round_no}: {shown}",
@@ -420,16 +425,18 @@ class FunctionInvokingChatClient(DelegatingChatClient):
         else:
             run = self._own_run(run)
             stream = stream_in_run(run, self._stream_own_run(run, messages, options))
-        async for update in stream:
-            yield update
+        async with closing(stream):
+            async for update in stream:
+                yield update
 
     async def _stream_own_run(
         self, run: RunContext, messages: Sequence[ChatMessage], options: ChatOptions | None
     ) -> AsyncIterator[ChatResponseUpdate]:
         run.start_middleware(self)
         try:
-            async for update in self._stream(run, messages, options):
-                yield update
+            async with closing(self._stream(run, messages, options)) as stream:
+                async for update in stream:
+                    yield update
         except GeneratorExit:
             run.emit("run_end", status="error", error="the stream was closed before the end")
             raise
@@ -456,15 +463,19 @@ class FunctionInvokingChatClient(DelegatingChatClient):
                 options.copy(tool_mode=ToolMode.none()) if final and options else options
             )
             updates: list[ChatResponseUpdate] = []
-            async for update in self.inner.get_streaming_response(conversation, round_options):
-                if final and any(isinstance(c, FunctionCallContent) for c in update.contents):
-                    # Calls in the final answer cannot be answered; never hand them over.
-                    kept = [c for c in update.contents if not isinstance(c, FunctionCallContent)]
-                    update = update.model_copy(update={"contents": kept})
-                if update.message_id is None:
-                    update.message_id = message_id
-                updates.append(update)
-                yield update
+            inner = self.inner.get_streaming_response(conversation, round_options)
+            async with closing(inner):
+                async for update in inner:
+                    if final and any(isinstance(c, FunctionCallContent) for c in update.contents):
+                        # Calls in the final answer cannot be answered; never hand them over.
+                        kept = [
+                            c for c in update.contents if not isinstance(c, FunctionCallContent)
+                        ]
+                        update = update.model_copy(update={"contents": kept})
+                    if update.message_id is None:
+                        update.message_id = message_id
+                    updates.append(update)
+                    yield update
             response = response_from_updates(updates)
             if response.usage is not None:
                 run.usage = run.usage + response.usage
@@ -480,7 +491,7 @@ class FunctionInvokingChatClient(DelegatingChatClient):
             run.tool_calls += len(calls)
             results = await self._invoke_all(calls, tools, round_no)
             error_rounds = self._count_errors(calls, results, error_rounds, round_no)
-            contents = [r for r, _ in results]
+            contents: list[Content] = [r for r, _ in results]
             tool_message = ChatMessage(role=ChatRole.TOOL, contents=contents)
             conversation.append(tool_message)
             # Stored before it is handed over: a consumer that stops here leaves whole steps.

@@ -285,7 +285,12 @@ class RunLog:
             rounds, calls, errors, usage = t.rounds, t.tool_calls, t.tool_errors, t.usage
             seconds = time.monotonic() - run.started
         else:
-            rounds, calls, errors, usage = self.rounds, self.tool_calls, self.tool_errors, self.usage
+            rounds, calls, errors, usage = (
+                self.rounds,
+                self.tool_calls,
+                self.tool_errors,
+                self.usage,
+            )
             seconds = time.monotonic() - self.started_at
         return {
             "rounds": rounds,
