@@ -38,9 +38,9 @@ __all__ = [
     "RunAware",
     "RunContext",
     "RunEvent",
+    "closing",
     "current_run",
     "new_run_id",
-    "closing",
     "run_scope",
     "stream_in_run",
 ]

@@ -93,7 +93,7 @@ def test_run_sync_runs_without_a_loop_and_refuses_inside_one() -> None:
     assert agent.run_sync("hi").output == "sync answer"
 
     async def inside() -> None:
-        with pytest.raises(RuntimeError, match="await agent.run"):
+        with pytest.raises(RuntimeError, match=r"await agent\.run"):
             agent.run_sync("hi")
 
     asyncio.run(inside())
@@ -103,7 +103,9 @@ def test_run_sync_runs_without_a_loop_and_refuses_inside_one() -> None:
 
 
 async def test_typed_output_is_requested_validated_and_retried_with_the_errors() -> None:
-    replies = Replies(answer('{"customer": "Ann"}'), answer('```json\n{"customer": "Ann", "total": 9.5}\n```'))
+    replies = Replies(
+        answer('{"customer": "Ann"}'), answer('```json\n{"customer": "Ann", "total": 9.5}\n```')
+    )
     agent = Agent(replies.client(), output_type=Invoice)
     result = await agent.run("Make an invoice")
     invoice: Invoice = result.output
@@ -125,7 +127,11 @@ async def test_output_that_never_validates_raises_naming_the_type_and_errors() -
     with pytest.raises(OutputValidationError) as raised:
         await agent.run("Make an invoice")
     error = raised.value
-    assert (error.output_type, error.attempts, error.text) == ("Invoice", 2, '{"customer": 1, "total": "x"}')
+    assert (error.output_type, error.attempts, error.text) == (
+        "Invoice",
+        2,
+        '{"customer": 1, "total": "x"}',
+    )
     assert str(error) == (
         "the model's answer is not a valid Invoice after 2 attempts: customer: Input should be a "
         "valid string; total: Input should be a valid number, unable to parse string as a number"
@@ -155,7 +161,9 @@ class Point:
         (bool, '{"result": true}', True),
     ],
 )
-async def test_primitives_and_dataclasses_are_outputs_too(output_type: Any, text: str, expected: Any) -> None:
+async def test_primitives_and_dataclasses_are_outputs_too(
+    output_type: Any, text: str, expected: Any
+) -> None:
     replies = Replies(answer(text))
     result = await Agent(replies.client(), output_type=output_type).run("x")
     assert result.output == expected
@@ -239,7 +247,9 @@ async def test_each_step_is_stored_as_it_completes() -> None:
 
     async def look(messages: Any, options: Any) -> ChatResponse:
         seen.append(len(await session.get_messages()))
-        return [calls(("add", {"a": 1, "b": 1})), calls(("add", {"a": 2, "b": 2})), answer("4")][len(seen) - 1]
+        return [calls(("add", {"a": 1, "b": 1})), calls(("add", {"a": 2, "b": 2})), answer("4")][
+            len(seen) - 1
+        ]
 
     await Agent(FunctionChatClient(look), tools=[add]).run("go", session=session)
     assert seen == [0, 3, 5]  # input + step one, then step two, before each next request
@@ -328,7 +338,9 @@ async def test_a_bare_pipeline_called_inside_a_tool_runs_as_a_child_run() -> Non
 
 
 async def test_limits_and_round_count_belong_to_the_run() -> None:
-    replies = Replies(*[calls(("add", {"a": i, "b": 0})) for i in range(3)], answer("out of rounds"))
+    replies = Replies(
+        *[calls(("add", {"a": i, "b": 0})) for i in range(3)], answer("out of rounds")
+    )
     result = await Agent(replies.client(), tools=[add], max_rounds=3).run("loop")
     assert result.max_rounds_reached and result.rounds == 4 and result.output == "out of rounds"
     tool_mode = replies.options[-1].tool_mode  # type: ignore[union-attr]
@@ -345,4 +357,3 @@ async def test_a_tool_error_reaches_the_model_and_the_run_goes_on() -> None:
     result = await Agent(replies.client(), tools=[refuse]).run("x")
     assert replies.sent[1][-1].function_results[0].result == "Error: not allowed here"
     assert result.output == "fine"
-

@@ -53,13 +53,22 @@ async def test_a_streamed_run_leaves_exactly_the_history_of_a_plain_run() -> Non
         "Add three sums.", session=plain_session
     )
     events = await streamed(
-        Agent(scripted(), instructions="Add.", tools=[add]), "Add three sums.", session=stream_session
+        Agent(scripted(), instructions="Add.", tools=[add]),
+        "Add three sums.",
+        session=stream_session,
     )
     final = events[-1]
     assert isinstance(final, FinalResult)
     result = final.result
     assert result.new_messages == plain.new_messages
-    assert [m.role for m in result.new_messages] == ["user", "assistant", "tool", "assistant", "tool", "assistant"]
+    assert [m.role for m in result.new_messages] == [
+        "user",
+        "assistant",
+        "tool",
+        "assistant",
+        "tool",
+        "assistant",
+    ]
     assert await stream_session.get_messages() == await plain_session.get_messages()
     assert (result.output, result.rounds, result.tool_calls) == (plain.output, 3, 3)
     assert result.usage == plain.usage and result.usage.input_tokens == 60
@@ -83,7 +92,11 @@ async def test_events_come_in_order_calls_then_results_then_the_next_rounds_text
         ("FinalResult", None),
     ]
     results = [e for e in events if isinstance(e, ToolResultReceived)]
-    assert [(r.name, r.result.result) for r in results] == [("add", "3"), ("add", "7"), ("add", "11")]
+    assert [(r.name, r.result.result) for r in results] == [
+        ("add", "3"),
+        ("add", "7"),
+        ("add", "11"),
+    ]
     calls_seen = [e.call.arguments for e in events if isinstance(e, ToolCallStarted)]
     assert calls_seen == [{"a": 1, "b": 2}, {"a": 3, "b": 4}, {"a": 5, "b": 6}]
     rounds = [e for e in events if isinstance(e, RoundFinished)]
@@ -92,7 +105,10 @@ async def test_events_come_in_order_calls_then_results_then_the_next_rounds_text
         (2, 20),
         (0, 30),
     ]
-    assert "".join(e.text for e in events if isinstance(e, TextDelta)) == "Let me add.Sums: 3, 7 and 11."
+    assert (
+        "".join(e.text for e in events if isinstance(e, TextDelta))
+        == "Let me add.Sums: 3, 7 and 11."
+    )
     assert events[-1].model_dump(mode="json")["type"] == "final_result"  # events serialise
 
 
