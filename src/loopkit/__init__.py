@@ -36,6 +36,22 @@ _EXPORTS: dict[str, str] = {
     "ToolArgumentsError": "loopkit.abstractions.tools",
     "ToolError": "loopkit.abstractions.tools",
     "tool": "loopkit.abstractions.tools",
+    "ResponseFormat": "loopkit.abstractions.response_format",
+    # agents, runs and sessions
+    "Agent": "loopkit.agents.agent",
+    "AgentRunResult": "loopkit.agents.result",
+    "AgentTool": "loopkit.agents.as_tool",
+    "AgentEvent": "loopkit.agents.events",
+    "TextDelta": "loopkit.agents.events",
+    "ToolCallStarted": "loopkit.agents.events",
+    "ToolResultReceived": "loopkit.agents.events",
+    "RoundFinished": "loopkit.agents.events",
+    "FinalResult": "loopkit.agents.events",
+    "RunContext": "loopkit.run_context",
+    "current_run": "loopkit.run_context",
+    "run_scope": "loopkit.run_context",
+    "Session": "loopkit.sessions.protocol",
+    "InMemorySession": "loopkit.sessions.memory",
     # composition and middleware
     "ChatClientBuilder": "loopkit.builder",
     "DelegatingChatClient": "loopkit.middleware.delegating",
@@ -107,7 +123,19 @@ if TYPE_CHECKING:
         UsageContent,
         UsageDetails,
     )
+    from loopkit.abstractions.response_format import ResponseFormat
     from loopkit.abstractions.tools import FunctionTool, Tool, ToolArgumentsError, ToolError, tool
+    from loopkit.agents.agent import Agent
+    from loopkit.agents.as_tool import AgentTool
+    from loopkit.agents.events import (
+        AgentEvent,
+        FinalResult,
+        RoundFinished,
+        TextDelta,
+        ToolCallStarted,
+        ToolResultReceived,
+    )
+    from loopkit.agents.result import AgentRunResult
     from loopkit.builder import ChatClientBuilder
     from loopkit.cards import Card, CardState
     from loopkit.child_env import child_environment
@@ -140,4 +168,7 @@ if TYPE_CHECKING:
     from loopkit.redacting_console import RedactingConsole
     from loopkit.redaction import RedactingStream, Redactor, is_secret_name
     from loopkit.result import RunResult, parse_result
+    from loopkit.run_context import RunContext, current_run, run_scope
     from loopkit.runner import CardRunner
+    from loopkit.sessions.memory import InMemorySession
+    from loopkit.sessions.protocol import Session
