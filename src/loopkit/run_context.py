@@ -22,8 +22,8 @@ run implements :class:`RunAware`; the agent (or the loop, for the clients below 
 from __future__ import annotations
 
 import contextlib
+import os
 import time
-import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -51,8 +51,10 @@ _CURRENT: ContextVar[RunContext | None] = ContextVar("loopkit_current_run", defa
 
 
 def new_run_id() -> str:
-    """A fresh run id: 32 hex characters (a UUID4), unique across processes and machines."""
-    return uuid.uuid4().hex
+    """A fresh run id: 32 hex characters (128 random bits), unique across processes and
+    machines. (``os.urandom`` directly: ``uuid.uuid4().hex`` costs twice as much, once per
+    request of a bare pipeline.)"""
+    return os.urandom(16).hex()
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,9 +182,12 @@ class RunContext:
         chain that starts at ``clients`` (following ``inner``)."""
         client: object | None = clients
         while client is not None:
-            if isinstance(client, RunAware) and not self.has_state(client):
-                self.state_for(client, lambda: True)
-                client.on_run_start(self)
+            # getattr, not isinstance(client, RunAware): a runtime protocol check costs ~10 us
+            # a client, and this runs once per request of a bare pipeline.
+            start = getattr(client, "on_run_start", None)
+            if start is not None and not self.has_state(client):
+                self.state_for(client, _started)
+                start(self)
             client = getattr(client, "inner", None)
 
     def child(self, name: str | None = None, **metadata: Any) -> RunContext:
@@ -197,6 +202,10 @@ class RunContext:
         while run.parent is not None:
             run = run.parent
         return run
+
+
+def _started() -> bool:
+    return True
 
 
 def current_run() -> RunContext | None:

@@ -454,7 +454,8 @@ class Agent(Generic[OutputT]):
     ) -> AgentRunResult[OutputT]:
         new_messages = [*turn.inputs, *turn.added]
         extra = response.additional_properties
-        return AgentRunResult[Any](
+        # Not AgentRunResult[...](...): pydantic would build a parametrised class on each call.
+        return AgentRunResult(
             output=output,
             run_id=run.run_id,
             parent_run_id=run.parent.run_id if run.parent is not None else None,
