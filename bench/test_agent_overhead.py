@@ -56,7 +56,9 @@ def script(rounds: int) -> list[ChatResponse]:
             messages=[
                 ChatMessage(
                     role=ChatRole.ASSISTANT,
-                    contents=[FunctionCallContent(call_id=f"c{i}", name="echo", arguments={"x": i})],
+                    contents=[
+                        FunctionCallContent(call_id=f"c{i}", name="echo", arguments={"x": i})
+                    ],
                 )
             ],
             finish_reason="tool_calls",
@@ -127,7 +129,9 @@ async def measure(rounds: int, repeats: int) -> dict[str, list[float]]:
 def test_agent_overhead_per_round(rounds: int, repeats: int) -> None:
     times = asyncio.run(measure(rounds, repeats))
     per_round = {name: statistics.median(t) / rounds * 1000 for name, t in times.items()}
-    print(f"\nAgent.run vs the raw loop: {rounds} rounds, one tool call a round, median of {repeats}")
+    print(
+        f"\nAgent.run vs the raw loop: {rounds} rounds, one tool call a round, median of {repeats}"
+    )
     for name, t in times.items():
         lo, hi = min(t) / rounds * 1000, max(t) / rounds * 1000
         print(f"  {name:<10} {per_round[name]:7.4f} ms/round  (min {lo:.4f}, max {hi:.4f})")
