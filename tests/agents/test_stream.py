@@ -199,3 +199,28 @@ async def test_a_function_model_with_text_and_calls_in_one_message(stream: bool)
         ("tool", ""),
         ("assistant", "4"),
     ]
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_an_unknown_tool_ends_the_run_when_asked_either_way(stream: bool) -> None:
+    agent = Agent(
+        Replies(calls(("nope", {})), answer("never")).client(),
+        tools=[add],
+        terminate_on_unknown_calls=True,
+    )
+    if stream:
+        result = (await streamed(agent, "x"))[-1].result
+    else:
+        result = await agent.run("x")
+    assert result.unknown_tools == ["nope"] and result.rounds == 1
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_the_round_limit_is_reported_either_way(stream: bool) -> None:
+    agent = Agent(
+        Replies(calls(("add", {"a": 1, "b": 1})), answer("stopped")).client(),
+        tools=[add],
+        max_rounds=1,
+    )
+    result = (await streamed(agent, "x"))[-1].result if stream else await agent.run("x")
+    assert result.max_rounds_reached and result.output == "stopped" and result.rounds == 2

@@ -375,10 +375,7 @@ class Agent(Generic[OutputT]):
                             yield event
                 for event in events.end_of_stream():
                     yield event
-                response = response_from_updates(updates)
-                response.additional_properties["max_rounds_reached"] = (
-                    run.rounds > self.pipeline.options.max_rounds
-                )
+                response = self._folded(run, turn, updates)
                 output = self._check_output(run, turn, response)
                 if not isinstance(output, _Retry):
                     result = self._result(run, turn, response, output)
@@ -419,13 +416,29 @@ class Agent(Generic[OutputT]):
         turn.request = [*head, *turn.earlier, *inputs]
         return turn
 
+    def _folded(
+        self, run: RunContext, turn: _Turn, updates: list[ChatResponseUpdate]
+    ) -> ChatResponse:
+        """The streamed call's messages and what the loop would have said about its end."""
+        response = response_from_updates(updates)
+        extra = response.additional_properties
+        invocation = self.pipeline.options
+        if run.rounds > invocation.max_rounds:
+            extra["max_rounds_reached"] = True
+        last = response.messages[-1]
+        if invocation.terminate_on_unknown_calls and last.role == ChatRole.ASSISTANT:
+            known = {t.name for t in turn.options.tools}
+            unknown = [c.name for c in last.function_calls if c.name not in known]
+            if unknown:
+                extra["unknown_tools"] = unknown
+        return response
+
     def _check_output(
         self, run: RunContext, turn: _Turn, response: ChatResponse
     ) -> OutputT | _Retry:
         """The output of ``response``, or a :class:`_Retry` after asking the model again (the
         answer and the errors appended to the request); raises after the last retry."""
         turn.added.extend(response.messages)
-        turn.last = response
         text = response.text
         try:
             return self._output.parse(text)
@@ -484,7 +497,7 @@ class _StreamClosed(Exception):
 class _Turn:
     """What one run is working with."""
 
-    __slots__ = ("added", "earlier", "inputs", "last", "options", "pending", "request", "retries")
+    __slots__ = ("added", "earlier", "inputs", "options", "pending", "request", "retries")
 
     def __init__(
         self, inputs: list[ChatMessage], earlier: list[ChatMessage], options: ChatOptions
@@ -497,7 +510,6 @@ class _Turn:
         self.pending: list[ChatMessage] = list(inputs)
         self.added: list[ChatMessage] = []
         self.retries = 0
-        self.last: ChatResponse | None = None
 
 
 class _Store:
