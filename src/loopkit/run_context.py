@@ -70,7 +70,9 @@ class RunEvent:
 class RunAware(Protocol):
     """Middleware that wants to know when a run starts (e.g. to subscribe to its events)."""
 
-    def on_run_start(self, run: RunContext) -> None: ...
+    def on_run_start(self, run: RunContext) -> None:
+        """Called once when ``run`` starts, before its first request."""
+        ...
 
 
 @dataclass(eq=False)

@@ -36,14 +36,17 @@ class ToolMode:
 
     @classmethod
     def auto(cls) -> ToolMode:
+        """The model decides whether to call tools."""
         return cls("auto")
 
     @classmethod
     def none(cls) -> ToolMode:
+        """No tool calls (the tools stay listed)."""
         return cls("none")
 
     @classmethod
     def required(cls, function_name: str | None = None) -> ToolMode:
+        """The model must call a tool (``function_name``: that one)."""
         return cls("required", function_name)
 
 
@@ -76,6 +79,7 @@ class ChatOptions:
         return dataclasses.replace(self, **changes)
 
     def find_tool(self, name: str) -> Tool | None:
+        """The tool named ``name`` among :attr:`tools`, or None."""
         for t in self.tools:
             if t.name == name:
                 return t
@@ -107,6 +111,7 @@ class ChatResponse(BaseModel):
 
     @property
     def function_calls(self) -> list[FunctionCallContent]:
+        """Every function call in the messages, in order."""
         return [c for m in self.messages for c in m.function_calls]
 
 
@@ -130,6 +135,7 @@ class ChatResponseUpdate(BaseModel):
 
     @property
     def text(self) -> str:
+        """The update's text pieces, joined."""
         return "".join(c.text for c in self.contents if isinstance(c, TextContent))
 
 

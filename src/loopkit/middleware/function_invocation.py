@@ -120,7 +120,9 @@ class ToolInvocationListener(Protocol):
     under the loop is enough.
     """
 
-    def on_tool_invoked(self, invocation: ToolInvocation) -> None: ...
+    def on_tool_invoked(self, invocation: ToolInvocation) -> None:
+        """Called after each tool call the loop made (in the run's task)."""
+        ...
 
 
 def tool_result_to_text(value: Any) -> str:
@@ -199,6 +201,8 @@ class FunctionInvokingChatClient(DelegatingChatClient):
     async def get_response(
         self, messages: Sequence[ChatMessage], options: ChatOptions | None = None
     ) -> ChatResponse:
+        """Ask, invoke the tools called, ask again, ... until the model answers with text;
+        returns every message the rounds added, with their summed usage."""
         run = current_run()
         if run is not None and run.claim(self):
             return await self._respond(run, messages, options)

@@ -325,6 +325,7 @@ class RunLog:
         self._write(run, event.type, event.data)
 
     def close(self) -> None:
+        """Close the file this log opened (a stream given to it stays open)."""
         if self._owns_stream and not self._stream.closed:
             self._stream.close()
 
@@ -355,6 +356,7 @@ class RunLogChatClient(DelegatingChatClient):
         self.log.follow(run)
 
     def on_tool_invoked(self, invocation: ToolInvocation) -> None:
+        """A ``tool`` line for each call the loop above made."""
         self.log.tool(invocation)
 
     def _ensure_started(self, run: RunContext | None, options: ChatOptions | None) -> None:
@@ -391,6 +393,7 @@ class RunLogChatClient(DelegatingChatClient):
     async def get_response(
         self, messages: Sequence[ChatMessage], options: ChatOptions | None = None
     ) -> ChatResponse:
+        """Forward the request; a ``round`` line for the answer (``error`` if it failed)."""
         run = current_run()
         self._ensure_started(run, options)
         started = time.perf_counter()
@@ -407,6 +410,7 @@ class RunLogChatClient(DelegatingChatClient):
     async def get_streaming_response(
         self, messages: Sequence[ChatMessage], options: ChatOptions | None = None
     ) -> AsyncIterator[ChatResponseUpdate]:
+        """Forward the stream; a ``round`` line once it ended (``error`` if it failed)."""
         run = current_run()
         self._ensure_started(run, options)
         started = time.perf_counter()

@@ -80,6 +80,7 @@ class TokenBudgetChatClient(DelegatingChatClient):
     async def get_response(
         self, messages: Sequence[ChatMessage], options: ChatOptions | None = None
     ) -> ChatResponse:
+        """Refuse when the run's budget is spent; else forward and count the usage."""
         state = self.state()
         self._check(state)
         response = await self.inner.get_response(messages, options)
@@ -91,6 +92,7 @@ class TokenBudgetChatClient(DelegatingChatClient):
     async def get_streaming_response(
         self, messages: Sequence[ChatMessage], options: ChatOptions | None = None
     ) -> AsyncIterator[ChatResponseUpdate]:
+        """Refuse when the run's budget is spent; else stream and count the usage pieces."""
         state = self.state()
         self._check(state)
         state.requests += 1
