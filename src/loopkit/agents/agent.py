@@ -11,10 +11,9 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, Any, Generic, TypedDict, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Generic, TypedDict, TypeVar, Unpack, overload
 
 from pydantic import ValidationError
-from typing_extensions import Unpack
 
 from loopkit.abstractions.chat import (
     ChatClient,
@@ -26,21 +25,9 @@ from loopkit.abstractions.chat import (
 from loopkit.abstractions.content import (
     ChatMessage,
     ChatRole,
-    FunctionCallContent,
-    FunctionResultContent,
-    TextContent,
-    UsageContent,
-    UsageDetails,
 )
 from loopkit.abstractions.tools import FunctionTool, Tool
-from loopkit.agents.events import (
-    AgentEvent,
-    FinalResult,
-    RoundFinished,
-    TextDelta,
-    ToolCallStarted,
-    ToolResultReceived,
-)
+from loopkit.agents.events import AgentEvent, EventMaker, FinalResult
 from loopkit.agents.output import OutputSpec
 from loopkit.agents.result import AgentRunResult
 from loopkit.builder import ChatClientBuilder, Middleware
@@ -364,7 +351,7 @@ class Agent(Generic[OutputT]):
         run.start_middleware(self.pipeline)
         try:
             turn = await self._prepare(run, prompt, session, history, tools)
-            events = _EventMaker(run)
+            events = EventMaker(run)
             while True:
                 updates: list[ChatResponseUpdate] = []
                 stream = self.pipeline.get_streaming_response(turn.request, turn.options)
@@ -528,54 +515,6 @@ class _Store:
         else:
             batch = step
         await self.session.add_messages(batch)
-
-
-class _EventMaker:
-    """Turns the loop's updates into typed events (see :mod:`loopkit.agents.events`)."""
-
-    def __init__(self, run: RunContext) -> None:
-        self.run = run
-        self.round = 0
-        self.open = False
-        self.after_tools = False
-        self.usage: UsageDetails | None = None
-        self.calls = 0
-        self.names: dict[str, str] = {}
-
-    def _finish_round(self) -> RoundFinished:
-        event = RoundFinished(round=self.round, usage=self.usage, tool_calls=self.calls)
-        self.open = self.after_tools = False
-        self.usage, self.calls = None, 0
-        return event
-
-    def feed(self, update: ChatResponseUpdate) -> list[AgentEvent[Any]]:
-        events: list[AgentEvent[Any]] = []
-        if update.role == ChatRole.TOOL:
-            for c in update.contents:
-                if isinstance(c, FunctionResultContent):
-                    name = self.names.get(c.call_id, "")
-                    events.append(ToolResultReceived(round=self.round, name=name, result=c))
-            self.after_tools = True
-            return events
-        if self.open and (self.after_tools or self.run.rounds != self.round):
-            events.append(self._finish_round())
-        if not self.open:
-            self.open = True
-            self.round = self.run.rounds
-        for c in update.contents:
-            if isinstance(c, TextContent):
-                if c.text:
-                    events.append(TextDelta(round=self.round, text=c.text))
-            elif isinstance(c, FunctionCallContent):
-                self.names[c.call_id] = c.name
-                self.calls += 1
-                events.append(ToolCallStarted(round=self.round, call=c))
-            elif isinstance(c, UsageContent):
-                self.usage = c.usage if self.usage is None else self.usage + c.usage
-        return events
-
-    def end_of_stream(self) -> list[AgentEvent[Any]]:
-        return [self._finish_round()] if self.open else []
 
 
 def _as_messages(prompt: Prompt) -> list[ChatMessage]:

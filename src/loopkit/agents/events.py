@@ -9,15 +9,25 @@ last round, one ``FinalResult`` carrying the :class:`~loopkit.agents.AgentRunRes
 
 from __future__ import annotations
 
-from typing import Generic, Literal, TypeAlias, TypeVar
+from typing import Any, Generic, Literal, TypeAlias, TypeVar
 
 from pydantic import BaseModel, ConfigDict, SkipValidation
 
-from loopkit.abstractions.content import FunctionCallContent, FunctionResultContent, UsageDetails
+from loopkit.abstractions.chat import ChatResponseUpdate
+from loopkit.abstractions.content import (
+    ChatRole,
+    FunctionCallContent,
+    FunctionResultContent,
+    TextContent,
+    UsageContent,
+    UsageDetails,
+)
 from loopkit.agents.result import AgentRunResult
+from loopkit.run_context import RunContext
 
 __all__ = [
     "AgentEvent",
+    "EventMaker",
     "FinalResult",
     "RoundFinished",
     "TextDelta",
@@ -79,3 +89,60 @@ class FinalResult(BaseModel, Generic[OutputT]):
 AgentEvent: TypeAlias = (
     TextDelta | ToolCallStarted | ToolResultReceived | RoundFinished | FinalResult[OutputT]
 )
+
+
+class EventMaker:
+    """Turns the loop's streamed updates into the events above, for one run.
+
+    A round's text and calls become :class:`TextDelta` and :class:`ToolCallStarted`; the tool
+    message that follows, :class:`ToolResultReceived`\\ s; the next round's first update (or the
+    end of the stream) closes the round with :class:`RoundFinished`. Round numbers are the run's
+    (:attr:`RunContext.rounds <loopkit.run_context.RunContext.rounds>`), so they continue across
+    an agent's output retries.
+    """
+
+    def __init__(self, run: RunContext) -> None:
+        self.run = run
+        self.round = 0
+        self.open = False
+        self.after_tools = False
+        self.usage: UsageDetails | None = None
+        self.calls = 0
+        self.names: dict[str, str] = {}
+
+    def _finish_round(self) -> RoundFinished:
+        event = RoundFinished(round=self.round, usage=self.usage, tool_calls=self.calls)
+        self.open = self.after_tools = False
+        self.usage, self.calls = None, 0
+        return event
+
+    def feed(self, update: ChatResponseUpdate) -> list[AgentEvent[Any]]:
+        """The events ``update`` stands for (often none or one)."""
+        events: list[AgentEvent[Any]] = []
+        if update.role == ChatRole.TOOL:
+            for c in update.contents:
+                if isinstance(c, FunctionResultContent):
+                    name = self.names.get(c.call_id, "")
+                    events.append(ToolResultReceived(round=self.round, name=name, result=c))
+            self.after_tools = True
+            return events
+        if self.open and (self.after_tools or self.run.rounds != self.round):
+            events.append(self._finish_round())
+        if not self.open:
+            self.open = True
+            self.round = self.run.rounds
+        for c in update.contents:
+            if isinstance(c, TextContent):
+                if c.text:
+                    events.append(TextDelta(round=self.round, text=c.text))
+            elif isinstance(c, FunctionCallContent):
+                self.names[c.call_id] = c.name
+                self.calls += 1
+                events.append(ToolCallStarted(round=self.round, call=c))
+            elif isinstance(c, UsageContent):
+                self.usage = c.usage if self.usage is None else self.usage + c.usage
+        return events
+
+    def end_of_stream(self) -> list[AgentEvent[Any]]:
+        """The events that close the stream of one pipeline call."""
+        return [self._finish_round()] if self.open else []
