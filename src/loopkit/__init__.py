@@ -18,6 +18,10 @@ from typing import TYPE_CHECKING
 __version__ = "0.1.0"
 
 __all__ = [
+    "Agent",
+    "AgentEvent",
+    "AgentRunResult",
+    "AgentTool",
     "AllClientsFailedError",
     "BudgetExceededError",
     "Card",
@@ -37,6 +41,7 @@ __all__ = [
     "DataContent",
     "DelegatingChatClient",
     "FallbackChatClient",
+    "FinalResult",
     "FinishReason",
     "FunctionCallContent",
     "FunctionChatClient",
@@ -53,12 +58,15 @@ __all__ = [
     "MCPTool",
     "MaxConsecutiveErrorsError",
     "OpenTelemetryChatClient",
+    "OutputValidationError",
     "ProviderError",
     "RedactingConsole",
     "RedactingStream",
     "Redactor",
+    "ResponseFormat",
     "RetryPolicy",
     "RetryingChatClient",
+    "RoundFinished",
     "RunAware",
     "RunContext",
     "RunEvent",
@@ -71,13 +79,16 @@ __all__ = [
     "ScriptedChatClient",
     "Session",
     "TextContent",
+    "TextDelta",
     "TokenBudgetChatClient",
     "Tool",
     "ToolArgumentsError",
+    "ToolCallStarted",
     "ToolError",
     "ToolInvocation",
     "ToolInvocationListener",
     "ToolMode",
+    "ToolResultReceived",
     "UnknownToolError",
     "UsageContent",
     "UsageDetails",
@@ -172,6 +183,17 @@ _EXPORTS: dict[str, str] = {
     "CompactionOptions": "loopkit.middleware.compaction",
     "AllClientsFailedError": "loopkit.middleware.fallback",
     "FallbackChatClient": "loopkit.middleware.fallback",
+    "OutputValidationError": "loopkit.errors",
+    "ResponseFormat": "loopkit.abstractions.response_format",
+    "Agent": "loopkit.agents.agent",
+    "AgentRunResult": "loopkit.agents.result",
+    "AgentTool": "loopkit.agents.as_tool",
+    "AgentEvent": "loopkit.agents.events",
+    "TextDelta": "loopkit.agents.events",
+    "ToolCallStarted": "loopkit.agents.events",
+    "ToolResultReceived": "loopkit.agents.events",
+    "RoundFinished": "loopkit.agents.events",
+    "FinalResult": "loopkit.agents.events",
 }
 
 if TYPE_CHECKING:
@@ -195,7 +217,19 @@ if TYPE_CHECKING:
         UsageContent,
         UsageDetails,
     )
+    from loopkit.abstractions.response_format import ResponseFormat
     from loopkit.abstractions.tools import FunctionTool, Tool, ToolArgumentsError, ToolError, tool
+    from loopkit.agents.agent import Agent
+    from loopkit.agents.as_tool import AgentTool
+    from loopkit.agents.events import (
+        AgentEvent,
+        FinalResult,
+        RoundFinished,
+        TextDelta,
+        ToolCallStarted,
+        ToolResultReceived,
+    )
+    from loopkit.agents.result import AgentRunResult
     from loopkit.builder import ChatClientBuilder
     from loopkit.cards import Card, CardState
     from loopkit.child_env import child_environment
@@ -206,6 +240,7 @@ if TYPE_CHECKING:
         LoopkitError,
         MaxConsecutiveErrorsError,
         MCPServerError,
+        OutputValidationError,
         ProviderError,
         ScriptDivergedError,
         UnknownToolError,

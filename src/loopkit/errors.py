@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 
 class LoopkitError(Exception):
     """Base class of every error loopkit raises on purpose."""
@@ -41,7 +43,36 @@ class BudgetExceededError(LoopkitError):
 
 
 class MaxConsecutiveErrorsError(LoopkitError):
-    """Tools failed in too many rounds in a row; the last tool exception is the ``__cause__``."""
+    """Tools failed in too many rounds in a row; the last tool exception is the ``__cause__``.
+
+    ``tools`` names the tools that failed in the last round, ``round`` is that round (counted
+    in the run), ``errors`` holds that round's exceptions in call order.
+    """
+
+    def __init__(
+        self, message: str, *, tools: Sequence[str], round: int, errors: Sequence[BaseException]
+    ) -> None:
+        super().__init__(message)
+        self.tools = list(tools)
+        self.round = round
+        self.errors = list(errors)
+
+
+class OutputValidationError(LoopkitError):
+    """The model's final answer did not validate as the agent's output type, after the retries.
+
+    ``output_type`` is the type's name, ``errors`` the validation errors of the last answer
+    (one line), ``text`` that answer and ``attempts`` the answers tried.
+    """
+
+    def __init__(
+        self, message: str, *, output_type: str, errors: str, text: str, attempts: int
+    ) -> None:
+        super().__init__(message)
+        self.output_type = output_type
+        self.errors = errors
+        self.text = text
+        self.attempts = attempts
 
 
 class UnknownToolError(LoopkitError):
@@ -75,3 +106,12 @@ def describe_validation_error(error: Exception) -> str:
         where = ".".join(str(p) for p in err["loc"]) or "(top level)"
         parts.append(f"{where}: {err['msg']}")
     return "; ".join(parts)
+
+
+def describe_error(error: BaseException) -> str:
+    """``Type: message`` for a log line or a tool result, even when ``str(error)`` raises."""
+    try:
+        text = str(error)
+    except Exception:
+        text = "<message could not be read>"
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__

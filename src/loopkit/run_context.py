@@ -22,9 +22,9 @@ run implements :class:`RunAware`; the agent (or the loop, for the clients below 
 from __future__ import annotations
 
 import contextlib
+import os
 import time
-import uuid
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
@@ -38,9 +38,11 @@ __all__ = [
     "RunAware",
     "RunContext",
     "RunEvent",
+    "closing",
     "current_run",
     "new_run_id",
     "run_scope",
+    "stream_in_run",
 ]
 
 _T = TypeVar("_T")
@@ -49,8 +51,10 @@ _CURRENT: ContextVar[RunContext | None] = ContextVar("loopkit_current_run", defa
 
 
 def new_run_id() -> str:
-    """A fresh run id: 32 hex characters (a UUID4), unique across processes and machines."""
-    return uuid.uuid4().hex
+    """A fresh run id: 32 hex characters (128 random bits), unique across processes and
+    machines. (``os.urandom`` directly: ``uuid.uuid4().hex`` costs twice as much, once per
+    request of a bare pipeline.)"""
+    return os.urandom(16).hex()
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,7 +70,9 @@ class RunEvent:
 class RunAware(Protocol):
     """Middleware that wants to know when a run starts (e.g. to subscribe to its events)."""
 
-    def on_run_start(self, run: RunContext) -> None: ...
+    def on_run_start(self, run: RunContext) -> None:
+        """Called once when ``run`` starts, before its first request."""
+        ...
 
 
 @dataclass(eq=False)
@@ -90,6 +96,11 @@ class RunContext:
     started: float = field(default_factory=time.monotonic)
     #: Free-form values a caller attaches to the run (a card title, a session id, ...).
     metadata: dict[str, Any] = field(default_factory=dict)
+    #: True for a run the function-invocation loop opened itself for one request of a bare
+    #: pipeline (no agent around it): its caller frames the run (e.g. writes its own ``result``
+    #: line), so the run log writes no ``run_end`` line for it.
+    implicit: bool = False
+    _loop: object | None = field(default=None, repr=False)
     _state: dict[int, tuple[object, Any]] = field(default_factory=dict, repr=False)
     _listeners: list[Callable[[RunEvent], None]] = field(default_factory=list, repr=False)
     _message_hooks: list[Callable[[list[ChatMessage]], Awaitable[None]]] = field(
@@ -155,24 +166,51 @@ class RunContext:
 
     async def messages_added(self, messages: Sequence[ChatMessage]) -> None:
         """Called by the loop after each complete step; awaits the hooks in order."""
+        if not self._message_hooks:
+            return
         batch = list(messages)
         for hook in list(self._message_hooks):
             await hook(batch)
+
+    def claim(self, loop: object) -> bool:
+        """Whether ``loop`` (a function-invocation loop) serves this run: True for the first loop
+        that asks and for it again (an agent's output retries), False for any other loop, e.g.
+        a bare pipeline called from inside a tool, which then opens a child run of its own so
+        its rounds, usage and messages never mix with this run's."""
+        if self._loop is None:
+            self._loop = loop
+            return True
+        return self._loop is loop
 
     def start_middleware(self, clients: object) -> None:
         """Call ``on_run_start(self)`` once per run on each :class:`RunAware` client in the
         chain that starts at ``clients`` (following ``inner``)."""
         client: object | None = clients
         while client is not None:
-            if isinstance(client, RunAware) and self._started.get(id(client)) is not client:
+            # getattr, not isinstance(client, RunAware): a runtime protocol check costs ~10 us
+            # a client, and this runs once per request of a bare pipeline.
+            start = getattr(client, "on_run_start", None)
+            if start is not None and self._started.get(id(client)) is not client:
                 self._started[id(client)] = client
-                client.on_run_start(self)
+                start(self)
             client = getattr(client, "inner", None)
 
     def child(self, name: str | None = None, **metadata: Any) -> RunContext:
         """A new run whose parent is this one (counted in :attr:`child_runs`)."""
         self.child_runs += 1
         return RunContext(name=name, parent=self, metadata=dict(metadata))
+
+    @property
+    def root(self) -> RunContext:
+        """The top-level run this one descends from (itself when it has no parent)."""
+        run = self
+        while run.parent is not None:
+            run = run.parent
+        return run
+
+
+def _started() -> bool:
+    return True
 
 
 def current_run() -> RunContext | None:
@@ -193,3 +231,47 @@ def run_scope(run: RunContext | None = None, **fields: Any) -> Iterator[RunConte
         yield run
     finally:
         _CURRENT.reset(token)
+
+
+async def stream_in_run(run: RunContext, stream: AsyncIterator[_T]) -> AsyncIterator[_T]:
+    """Yield the items of ``stream``, advancing it with ``run`` as the current run.
+
+    The run is current only while ``stream`` computes its next item (so the middleware and
+    tools it drives see it), never while the consumer handles an item: a consumer that starts
+    another run between two items starts a run of its own, not a child of this one. An async
+    generator that set the run for its whole life would leak it into the consumer's code.
+    """
+    try:
+        while True:
+            token = _CURRENT.set(run)
+            try:
+                item = await anext(stream)
+            except StopAsyncIteration:
+                return
+            finally:
+                _CURRENT.reset(token)
+            yield item
+    finally:
+        token = _CURRENT.set(run)
+        try:
+            await _aclose(stream)
+        finally:
+            _CURRENT.reset(token)
+
+
+async def _aclose(stream: object) -> None:
+    aclose = getattr(stream, "aclose", None)
+    if aclose is not None:
+        await aclose()
+
+
+@contextlib.asynccontextmanager
+async def closing(stream: AsyncIterator[_T]) -> AsyncIterator[AsyncIterator[_T]]:
+    """``async with closing(stream) as s: async for x in s: ...`` closes ``stream`` (if it can
+    be closed) however the block ends. ``async for`` alone leaves an async generator suspended
+    when the loop is left early (a ``break``, an exception, the consumer's own generator being
+    closed), so its ``finally`` blocks would run only when it is garbage-collected."""
+    try:
+        yield stream
+    finally:
+        await _aclose(stream)

@@ -20,6 +20,7 @@ from loopkit import (
     FunctionInvocationOptions,
     FunctionInvokingChatClient,
     FunctionResultContent,
+    MaxConsecutiveErrorsError,
     ToolError,
     UsageDetails,
     tool,
@@ -118,12 +119,19 @@ async def test_final_request_can_be_switched_off() -> None:
     assert response.additional_properties["max_rounds_reached"] is True
 
 
-async def test_three_failing_rounds_are_tolerated_the_fourth_propagates() -> None:
+async def test_three_failing_rounds_are_tolerated_the_fourth_ends_the_run() -> None:
     turns = [{"calls": [call("boom")]} for _ in range(4)] + [{"text": "never"}]
     model = script(*turns)
-    with pytest.raises(RuntimeError, match="disk on fire"):
+    with pytest.raises(MaxConsecutiveErrorsError) as raised:
         await loop(model, max_consecutive_errors=3).get_response(user(), opts(boom))
     assert model.position == 4
+    error = raised.value
+    assert (error.tools, error.round) == (["boom"], 4)
+    assert isinstance(error.__cause__, RuntimeError) and str(error.__cause__) == "disk on fire"
+    assert str(error) == (
+        "tools failed in 4 rounds in a row (max_consecutive_errors=3); round 4: boom: "
+        "RuntimeError: disk on fire"
+    )
 
 
 async def test_a_success_resets_the_consecutive_error_count() -> None:
@@ -141,11 +149,12 @@ async def test_a_success_resets_the_consecutive_error_count() -> None:
     assert response.text == "survived"
 
 
-async def test_zero_consecutive_errors_propagates_the_first() -> None:
-    with pytest.raises(RuntimeError):
+async def test_zero_consecutive_errors_ends_the_run_at_the_first() -> None:
+    with pytest.raises(MaxConsecutiveErrorsError) as raised:
         await loop(script({"calls": [call("boom")]}), max_consecutive_errors=0).get_response(
             user(), opts(boom)
         )
+    assert raised.value.round == 1 and isinstance(raised.value.__cause__, RuntimeError)
 
 
 @pytest.mark.parametrize(
@@ -505,17 +514,19 @@ async def test_two_calls_run_concurrently_and_listeners_see_their_round() -> Non
     assert [(i.result, i.round) for i in seen] == [("0", 1), ("1", 1)]
 
 
-async def test_several_failures_beyond_the_limit_raise_them_together() -> None:
+async def test_several_failures_beyond_the_limit_are_named_together() -> None:
     @tool
     def boom2() -> str:
         """Fails too."""
         raise ValueError("disk full")
 
     model = script({"calls": [call("boom"), call("boom2")]}, {"text": "never"})
-    with pytest.raises(ExceptionGroup) as raised:
+    with pytest.raises(MaxConsecutiveErrorsError) as raised:
         await loop(model, max_consecutive_errors=0).get_response(user(), opts(boom, boom2))
-    assert raised.value.message == "tools failed in too many rounds in a row"
-    assert [str(e) for e in raised.value.exceptions] == ["disk on fire", "disk full"]
+    assert raised.value.tools == ["boom", "boom2"]
+    assert [str(e) for e in raised.value.errors] == ["disk on fire", "disk full"]
+    assert isinstance(raised.value.__cause__, ValueError)  # the last one
+    assert "boom: RuntimeError: disk on fire; boom2: ValueError: disk full" in str(raised.value)
 
 
 async def test_an_unknown_tool_is_told_every_available_tool() -> None:
@@ -533,11 +544,12 @@ def bad_arguments() -> ChatResponse:
 
 async def test_arguments_that_do_not_parse_are_an_error_that_counts() -> None:
     recorded = Recorded(bad_arguments(), bad_arguments(), answer("never"))
-    with pytest.raises(ToolError) as raised:
+    with pytest.raises(MaxConsecutiveErrorsError) as raised:
         await loop(FunctionChatClient(recorded), max_consecutive_errors=1).get_response(
             user(), opts(add)
         )
-    assert str(raised.value) == "arguments are not valid JSON: '{'"
+    cause = raised.value.__cause__
+    assert isinstance(cause, ToolError) and str(cause) == "arguments are not valid JSON: '{'"
     [result] = recorded.sent[1][-1].function_results  # what the model got after round one
     assert (result.result, result.error) == ("Error: arguments are not valid JSON: '{'", True)
 
@@ -639,3 +651,176 @@ async def test_streaming_unknown_calls(
     updates = await stream(client, opts(add))
     assert len(recorded.options) == requests
     assert [c.result for u in updates if u.role == ChatRole.TOOL for c in u.contents] == results
+
+
+# -- issue 10: a sync approver off the event loop, per-run state, streaming boundaries ----------
+
+
+async def test_a_sync_approver_runs_in_a_worker_thread_while_the_loop_keeps_ticking() -> None:
+    """The approver sleeps 0.2 s (a person deciding); another task must tick meanwhile."""
+    import time
+
+    ticks = 0
+
+    async def ticker() -> None:
+        nonlocal ticks
+        while True:
+            await asyncio.sleep(0.005)
+            ticks += 1
+
+    seen: dict[str, int] = {}
+
+    def approver(c: FunctionCallContent) -> bool:
+        seen["before"] = ticks
+        time.sleep(0.2)
+        seen["after"] = ticks
+        return True
+
+    model = script({"calls": [call("add", {"equals": "3"}, a=1, b=2)]}, {"text": "ok"})
+    task = asyncio.create_task(ticker())
+    try:
+        await asyncio.sleep(0.01)
+        client = loop(model, approval_required={"add"}, approver=approver)
+        assert (await client.get_response(user(), opts(add))).text == "ok"
+    finally:
+        task.cancel()
+    assert seen["after"] > seen["before"]  # the event loop ran during the approval
+
+
+async def test_an_async_callable_object_approver_is_awaited_on_the_loop() -> None:
+    import threading
+
+    threads: list[int] = []
+
+    class Policy:
+        async def __call__(self, c: FunctionCallContent) -> bool:
+            threads.append(threading.get_ident())
+            return False
+
+    model = script(
+        {"calls": [call("add", {"contains": ["not approved"]}, a=1, b=2)]}, {"text": "ok"}
+    )
+    await loop(model, approval_required={"add"}, approver=Policy()).get_response(user(), opts(add))
+    assert threads == [threading.get_ident()]
+
+
+async def test_a_bare_pipeline_opens_one_run_per_request() -> None:
+    from loopkit.run_context import RunContext, RunEvent
+
+    events: list[RunEvent] = []
+    runs: list[RunContext] = []
+
+    class Aware(DelegatingChatClient):
+        def on_run_start(self, run: RunContext) -> None:
+            runs.append(run)
+            run.subscribe(events.append)
+
+    model = script(
+        {"calls": [call("add", a=1, b=2)], "usage": {"input_tokens": 5, "output_tokens": 1}},
+        {"text": "3", "usage": {"input_tokens": 7, "output_tokens": 1}},
+        {"text": "again", "usage": {"input_tokens": 2, "output_tokens": 1}},
+    )
+    client = ChatClientBuilder(model).use_function_invocation().use(Aware).build()
+    await client.get_response(user(), opts(add))
+    await client.get_response(user(), opts(add))
+    assert len(runs) == 2 and runs[0].run_id != runs[1].run_id
+    assert all(r.implicit for r in runs)
+    assert (runs[0].rounds, runs[0].tool_calls, runs[0].usage.input_tokens) == (2, 1, 12)
+    assert (runs[1].rounds, runs[1].usage.input_tokens) == (1, 2)
+    assert [(e.run_id, e.type, e.data["status"]) for e in events] == [
+        (runs[0].run_id, "run_end", "ok"),
+        (runs[1].run_id, "run_end", "ok"),
+    ]
+
+
+async def test_inside_a_run_the_round_limit_counts_the_whole_run() -> None:
+    from loopkit.run_context import run_scope
+
+    recorded = Recorded(calls("add"), answer("one"), answer("final"))
+    client = loop(FunctionChatClient(recorded), max_rounds=2)
+    with run_scope() as run:
+        first = await client.get_response(user(), opts(add))
+        second = await client.get_response(user(), opts(add))  # the run's 2 rounds are spent
+    assert first.text == "one" and first.additional_properties.get("max_rounds_reached") is None
+    assert second.additional_properties["max_rounds_reached"] is True
+    assert second.text == "final" and run.rounds == 3
+    mode = recorded.options[2].tool_mode  # type: ignore[union-attr]
+    assert mode is not None and mode.kind == "none"
+
+
+async def test_each_complete_step_reaches_the_runs_message_hooks() -> None:
+    from loopkit.run_context import run_scope
+
+    steps: list[list[str]] = []
+
+    async def hook(messages: list[ChatMessage]) -> None:
+        steps.append([m.role.value for m in messages])
+
+    model = script(
+        {"calls": [call("add", a=1, b=2)]}, {"calls": [call("add", a=2, b=2)]}, {"text": "done"}
+    )
+    with run_scope() as run:
+        run.on_messages(hook)
+        await loop(model).get_response(user(), opts(add))
+    assert steps == [["assistant", "tool"], ["assistant", "tool"], ["assistant"]]
+
+
+def three_rounds() -> Any:
+    return script(
+        {"text": "First,", "calls": [call("add", {"equals": "3"}, a=1, b=2)]},
+        {
+            "calls": [
+                call("add", {"equals": "7"}, a=3, b=4),
+                call("add", {"equals": "11"}, a=5, b=6),
+            ]
+        },
+        {"text": "3, 7 and 11."},
+    )
+
+
+async def test_the_fold_of_a_streamed_run_is_the_non_streamed_history() -> None:
+    from loopkit import response_from_updates
+
+    plain = await loop(three_rounds()).get_response(user(), opts(add))
+    updates = [u async for u in loop(three_rounds()).get_streaming_response(user(), opts(add))]
+    folded = response_from_updates(updates)
+    assert folded.messages == plain.messages
+    assert [m.role for m in folded.messages] == [
+        "assistant",
+        "tool",
+        "assistant",
+        "tool",
+        "assistant",
+    ]
+    assert folded.usage == plain.usage
+
+
+async def test_on_the_wire_calls_come_before_their_results_and_results_before_the_next_text() -> (
+    None
+):
+    updates = [u async for u in loop(three_rounds()).get_streaming_response(user(), opts(add))]
+    kinds = [
+        type(c).__name__ for u in updates for c in u.contents if type(c).__name__ != "UsageContent"
+    ]
+    assert kinds == [
+        "TextContent",
+        "FunctionCallContent",
+        "FunctionResultContent",
+        "FunctionCallContent",
+        "FunctionCallContent",
+        "FunctionResultContent",
+        "FunctionResultContent",
+        "TextContent",
+    ]
+    ids = [u.message_id for u in updates]
+    assert all(ids) and len(set(ids)) == 5  # one id per message: 3 assistant, 2 tool
+
+
+async def test_a_streamed_final_answer_drops_calls_it_cannot_answer() -> None:
+    recorded = Recorded(calls("add"), ChatResponse(messages=[ChatMessage(role=ChatRole.ASSISTANT, contents=[
+        *answer("out of rounds").messages[0].contents, *calls("add").messages[0].contents])]))  # fmt: skip
+    updates = await stream(loop(FunctionChatClient(recorded), max_rounds=1), opts(add))
+    from loopkit import response_from_updates
+
+    folded = response_from_updates(updates)
+    assert pairs_complete(folded.messages) and folded.text == "out of rounds"

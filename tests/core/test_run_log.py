@@ -211,3 +211,86 @@ def _failing() -> FunctionChatClient:
         raise _UnprintableError()
 
     return FunctionChatClient(fail)
+
+
+# -- issue 10: run ids, per-run totals, run events as lines ---------------------------------------
+
+
+async def test_lines_of_a_bare_pipeline_carry_its_run_id_and_a_second_request_starts_again() -> (
+    None
+):
+    buf = io.StringIO()
+    client = (
+        ChatClientBuilder(script({"calls": [call("read_big")]}, {"text": "a"}, {"text": "b"}))
+        .use_function_invocation()
+        .use_run_log(buf)
+        .build()
+    )
+    await client.get_response(user(), opts(read_big))
+    await client.get_response(user(), opts(read_big))
+    ev = events(buf.getvalue())
+    assert [e["type"] for e in ev] == ["start", "round", "tool", "round", "start", "round"]
+    first, second = ev[0]["run_id"], ev[4]["run_id"]
+    assert first != second
+    assert [e["run_id"] for e in ev] == [first] * 4 + [second] * 2
+    assert ev[5]["data"]["round"] == 1  # rounds are numbered per run
+    assert all("parent_run_id" not in e for e in ev)
+
+
+async def test_events_middleware_reports_become_lines_and_an_agent_run_ends_with_totals() -> None:
+    from loopkit import DelegatingChatClient
+    from loopkit.agents import Agent
+    from loopkit.run_context import current_run
+
+    class Shrinker(DelegatingChatClient):
+        """Reports a compaction before every request (as compaction middleware does)."""
+
+        async def get_response(self, messages, options=None):  # type: ignore[no-untyped-def]
+            run = current_run()
+            assert run is not None
+            run.emit("compaction", tokens_before=100, tokens_after=40, strategy="elide")
+            return await self.inner.get_response(messages, options)
+
+    buf = io.StringIO()
+    log = RunLog(buf)
+    model = script(
+        {"calls": [call("read_big")], "usage": {"input_tokens": 10, "output_tokens": 1}},
+        {"text": "done", "usage": {"input_tokens": 20, "output_tokens": 2}},
+    )
+    agent = Agent(
+        ChatClientBuilder(model).use_run_log(log).use(Shrinker),
+        tools=[read_big],
+        name="reader",
+        max_rounds=5,
+    )
+    result = await agent.run("read", metadata={"card": "Big file"})
+    ev = events(buf.getvalue())
+    assert [e["type"] for e in ev] == [
+        "start", "compaction", "round", "tool", "compaction", "round", "run_end",
+    ]  # fmt: skip
+    assert {e["run_id"] for e in ev} == {result.run_id}
+    assert ev[0]["data"]["agent"] == "reader" and ev[0]["data"]["card"] == "Big file"
+    assert ev[0]["data"]["limits"]["max_rounds"] == 5
+    assert ev[1]["data"] == {"tokens_before": 100, "tokens_after": 40, "strategy": "elide"}
+    end = ev[-1]["data"]
+    assert (end["status"], end["error"], end["output_type"]) == ("ok", None, "str")
+    totals = end["totals"]
+    assert (totals["rounds"], totals["tool_calls"], totals["input_tokens"]) == (2, 1, 30)
+    assert log.totals()["rounds"] == 2  # outside the run: the totals of every run
+
+
+async def test_a_caller_framed_run_keeps_its_lines_exactly(tmp_path: Path) -> None:
+    """The card runner's shape: start and result written by the caller outside any run, the
+    rounds inside the loop's own run: no second start, no run_end line."""
+    log = RunLog(tmp_path / "run.jsonl")
+    log.start(tools=["read_big"], model="scripted")
+    client = (
+        ChatClientBuilder(script({"text": "hi"})).use_function_invocation().use_run_log(log).build()
+    )
+    await client.get_response(user(), opts(read_big))
+    log.result("done")
+    log.close()
+    ev = events((tmp_path / "run.jsonl").read_text())
+    assert [e["type"] for e in ev] == ["start", "round", "result"]
+    assert "run_id" not in ev[0] and "run_id" in ev[1] and "run_id" not in ev[2]
+    assert ev[2]["data"]["totals"]["rounds"] == 1

@@ -39,3 +39,45 @@ async def test_budget_counts_streaming_usage() -> None:
 def test_budget_must_be_positive() -> None:
     with pytest.raises(ValueError, match="positive"):
         TokenBudgetChatClient(script({"text": "x"}), 0)
+
+
+async def test_each_request_of_a_bare_pipeline_has_its_own_budget() -> None:
+    """Two concurrent requests through one built client each spend 900 of a 1,000 budget; a
+    budget kept on the client (the old behaviour) refuses one of them."""
+    import asyncio
+
+    from loopkit import FunctionChatClient
+    from tests.agents.helpers import answer, calls
+
+    def reply(messages: list, options: object) -> object:
+        done = sum(1 for m in messages if m.role == "tool")
+        return calls(("noop", {}), usage=400) if done < 2 else answer("done", usage=100)
+
+    client = (
+        ChatClientBuilder(FunctionChatClient(reply))
+        .use_function_invocation()
+        .use_token_budget(1000)
+        .build()
+    )
+    first, second = await asyncio.gather(
+        client.get_response(user(), opts(noop)), client.get_response(user(), opts(noop))
+    )
+    assert first.text == second.text == "done"
+    assert first.usage is not None and first.usage.input_tokens == 900
+
+
+async def test_inside_a_run_the_budget_counts_every_request_of_the_run() -> None:
+    from loopkit.run_context import run_scope
+
+    turn = {"text": "x", "usage": {"input_tokens": 600, "output_tokens": 0}}
+    budget = TokenBudgetChatClient(script(turn, turn, turn), 1000)
+    with run_scope():
+        await budget.get_response(user(), opts())
+        await budget.get_response(user(), opts())
+        assert budget.spent == 1200 and budget.requests == 2
+        with pytest.raises(BudgetExceededError):
+            await budget.get_response(user(), opts())
+    with run_scope():
+        await budget.get_response(user(), opts())  # a new run starts from zero
+        assert budget.spent == 600
+    assert budget.spent == 0  # outside any run: the instance's own count, untouched

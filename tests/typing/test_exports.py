@@ -21,6 +21,7 @@ SRC = Path(__file__).resolve().parents[2] / "src"
 
 PACKAGES = [
     "loopkit",
+    "loopkit.agents",
     "loopkit.abstractions",
     "loopkit.mcp",
     "loopkit.middleware",

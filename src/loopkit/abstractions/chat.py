@@ -20,6 +20,7 @@ from loopkit.abstractions.content import (
 )
 
 if TYPE_CHECKING:
+    from loopkit.abstractions.response_format import ResponseFormat
     from loopkit.abstractions.tools import Tool
 
 ToolModeKind = Literal["auto", "none", "required"]
@@ -35,14 +36,17 @@ class ToolMode:
 
     @classmethod
     def auto(cls) -> ToolMode:
+        """The model decides whether to call tools."""
         return cls("auto")
 
     @classmethod
     def none(cls) -> ToolMode:
+        """No tool calls (the tools stay listed)."""
         return cls("none")
 
     @classmethod
     def required(cls, function_name: str | None = None) -> ToolMode:
+        """The model must call a tool (``function_name``: that one)."""
         return cls("required", function_name)
 
 
@@ -64,6 +68,9 @@ class ChatOptions:
     stop_sequences: list[str] | None = None
     seed: int | None = None
     allow_multiple_tool_calls: bool | None = None
+    #: The shape the answer must have (text, any JSON, a JSON schema); None leaves it to the
+    #: model. Providers with structured output send it natively; test doubles ignore it.
+    response_format: ResponseFormat | None = None
     #: Provider-specific settings passed through unchanged (the escape hatch).
     additional_properties: dict[str, Any] = field(default_factory=dict)
 
@@ -72,6 +79,7 @@ class ChatOptions:
         return dataclasses.replace(self, **changes)
 
     def find_tool(self, name: str) -> Tool | None:
+        """The tool named ``name`` among :attr:`tools`, or None."""
         for t in self.tools:
             if t.name == name:
                 return t
@@ -103,11 +111,18 @@ class ChatResponse(BaseModel):
 
     @property
     def function_calls(self) -> list[FunctionCallContent]:
+        """Every function call in the messages, in order."""
         return [c for m in self.messages for c in m.function_calls]
 
 
 class ChatResponseUpdate(BaseModel):
-    """One piece of a streamed response."""
+    """One piece of a streamed response.
+
+    ``message_id`` says which message of the response the piece belongs to: a streamed run of
+    the function-invocation loop is several messages (assistant calls, tool results, the next
+    assistant turn, ...), and :func:`response_from_updates` starts a new message where the id
+    (or the role) changes, so the fold gives back exactly the messages of a non-streamed run.
+    """
 
     model_config = ConfigDict(extra="forbid")
 
@@ -116,15 +131,26 @@ class ChatResponseUpdate(BaseModel):
     finish_reason: FinishReason | None = None
     model_id: str | None = None
     response_id: str | None = None
+    message_id: str | None = None
 
     @property
     def text(self) -> str:
+        """The update's text pieces, joined."""
         return "".join(c.text for c in self.contents if isinstance(c, TextContent))
 
 
 def response_from_updates(updates: Iterable[ChatResponseUpdate]) -> ChatResponse:
-    """Fold streamed updates into one :class:`ChatResponse` (adjacent text pieces are joined)."""
+    """Fold streamed updates into one :class:`ChatResponse`.
+
+    A new message starts where an update's ``message_id`` or ``role`` differs from the current
+    message's (an update that sets neither continues it); adjacent text pieces of a message are
+    joined; usage pieces are summed into ``usage``. A stream with no content gives one empty
+    assistant message.
+    """
+    messages: list[ChatMessage] = []
     contents: list[Content] = []
+    role = ChatRole.ASSISTANT
+    message_id: str | None = None
     usage: UsageDetails | None = None
     finish: FinishReason | None = None
     model_id = response_id = None
@@ -132,16 +158,31 @@ def response_from_updates(updates: Iterable[ChatResponseUpdate]) -> ChatResponse
         finish = u.finish_reason or finish
         model_id = u.model_id or model_id
         response_id = u.response_id or response_id
+        started = False
         for c in u.contents:
             if isinstance(c, UsageContent):
                 usage = c.usage if usage is None else usage + c.usage
-            elif isinstance(c, TextContent) and contents and isinstance(contents[-1], TextContent):
+                continue
+            if not started:
+                started = True
+                new_role = u.role is not None and u.role != role
+                new_id = u.message_id is not None and message_id not in (None, u.message_id)
+                if (new_role or new_id) and (contents or messages):
+                    messages.append(ChatMessage(role=role, contents=contents))
+                    contents = []
+                    message_id = None
+                if u.role is not None:
+                    role = u.role
+                if u.message_id is not None:
+                    message_id = u.message_id
+            if isinstance(c, TextContent) and contents and isinstance(contents[-1], TextContent):
                 contents[-1] = TextContent(text=contents[-1].text + c.text)
             else:
                 contents.append(c)
-    message = ChatMessage(role=ChatRole.ASSISTANT, contents=contents)
+    if contents or not messages:
+        messages.append(ChatMessage(role=role, contents=contents))
     return ChatResponse(
-        messages=[message],
+        messages=messages,
         usage=usage,
         finish_reason=finish,
         model_id=model_id,

@@ -149,6 +149,10 @@ class OpenTelemetryChatClient(DelegatingChatClient):
     def on_run_start(self, run: RunContext) -> None:
         """Start the run's ``invoke_agent`` span, nested under the parent run's span (a child run)
         or the current span, and make it current until the run emits ``run_end``."""
+        if run.implicit:
+            # A run the loop opened for a bare pipeline's request is no agent invocation: its
+            # chat and tool spans stay where they were (under the caller's current span).
+            return
         from opentelemetry import context, trace
 
         parent = self._run_trace(run.parent)

@@ -5,6 +5,15 @@ Events: ``start`` (model, tools, limits), ``round`` (one model request: ms, toke
 that failed) and ``result`` (status, reason, totals). Each line is written whole and flushed, so a
 run that dies leaves a log that is valid JSON lines up to its last line.
 
+A line is ``{"time", "type", "run_id", "parent_run_id", "data"}``: ``run_id`` names the
+:class:`~loopkit.run_context.RunContext` the line belongs to (absent for a line written outside
+any run), ``parent_run_id`` the run that started it (a child run: an agent used as a tool).
+Several runs, concurrent ones too, can share one log; each keeps its own totals. Events a run
+reports through :meth:`RunContext.emit <loopkit.run_context.RunContext.emit>` (``compaction``,
+``fallback``, ``retry``, ``child_run``, ...) become lines of their type with the event's data;
+``run_end`` (status, error, output type) gets the run's totals added (and is not written for the
+run a bare pipeline's loop opens for one request: its caller frames that run).
+
 Every line goes through a :class:`~loopkit.redaction.Redactor` (secret shapes, and the values of
 secret-looking environment variables as they are when the line is written). Odd text never stops
 the log: lone surrogates (undecodable file names), bytes, objects whose ``str()`` raises, NaN and
@@ -17,6 +26,7 @@ import json
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Mapping, MutableMapping, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any, TextIO
@@ -34,6 +44,7 @@ from loopkit.abstractions.content import ChatMessage, UsageDetails
 from loopkit.middleware.delegating import DelegatingChatClient
 from loopkit.middleware.function_invocation import ToolInvocation
 from loopkit.redaction import Redactor
+from loopkit.run_context import RunContext, RunEvent, current_run
 
 
 def secret_values(environ: Mapping[str, str] | None = None) -> list[str]:
@@ -81,8 +92,24 @@ class _LineWriter:
     info = msg
 
 
+@dataclass(slots=True)
+class _RunTotals:
+    """What one run wrote to one log."""
+
+    started_at: float = field(default_factory=time.monotonic)
+    started: bool = False
+    subscribed: bool = False
+    rounds: int = 0
+    tool_calls: int = 0
+    tool_errors: int = 0
+    usage: UsageDetails = field(default_factory=UsageDetails)
+
+
 class RunLog:
-    """Writes run events as JSON lines (structlog underneath) and keeps the run's totals.
+    """Writes run events as JSON lines (structlog underneath) and keeps each run's totals.
+
+    The attributes ``rounds``, ``tool_calls``, ``tool_errors``, ``usage`` and ``started`` count
+    everything written to this log (all its runs); :meth:`totals` gives one run's.
 
     ``target`` is a path (created, parents too; appended to) or an open text stream. Subscribers
     registered with :meth:`subscribe` receive every event dict, e.g. to draw progress (the data
@@ -114,7 +141,10 @@ class RunLog:
             processors=[self._add_time, structlog.processors.EventRenamer("type"), self._render],
         )
         self._subscribers: list[Callable[[dict[str, Any]], None]] = []
+        #: True once a ``start`` line was written (by any run, or by the caller outside a run).
         self.started = False
+        #: True once the caller wrote ``start`` itself outside any run (it frames the runs).
+        self.started_outside_runs = False
         self.finished = False
         self.started_at = time.monotonic()
         self.rounds = 0
@@ -134,21 +164,36 @@ class RunLog:
 
     # events ----------------------------------------------------------------------------------
     def subscribe(self, callback: Callable[[dict[str, Any]], None]) -> None:
-        """Call ``callback(event)`` for every event written (type + data)."""
+        """Call ``callback(event)`` for every event written (type, data, and the run id when the
+        line belongs to a run)."""
         self._subscribers.append(callback)
 
     def write(self, event_type: str, **data: Any) -> None:
-        """Write one event line now."""
+        """Write one event line now (in the current run, if any)."""
+        self._write(current_run(), event_type, data)
+
+    def _write(self, run: RunContext | None, event_type: str, data: dict[str, Any]) -> None:
         if self._stream.closed:
             return
-        self._logger.info(event_type, data=data)
+        if run is None:
+            self._logger.info(event_type, data=data)
+            for callback in self._subscribers:
+                callback({"type": event_type, "data": data})
+            return
+        ids: dict[str, Any] = {"run_id": run.run_id}
+        if run.parent is not None:
+            ids["parent_run_id"] = run.parent.run_id
+        self._logger.info(event_type, **ids, data=data)
         for callback in self._subscribers:
-            callback({"type": event_type, "data": data})
+            callback({"type": event_type, **ids, "data": data})
 
     def _cut(self, text: str) -> str:
         if self.max_text_chars is not None and len(text) > self.max_text_chars:
             return text[: self.max_text_chars] + f"… [cut, {len(text)} characters]"
         return text
+
+    def _totals_of(self, run: RunContext) -> _RunTotals:
+        return run.state_for(self, _RunTotals)
 
     def start(
         self,
@@ -159,51 +204,103 @@ class RunLog:
         **extra: Any,
     ) -> None:
         """The first line: what the run has to work with."""
+        run = current_run()
         self.started = True
-        self.started_at = time.monotonic()
-        self.write("start", model=model, tools=list(tools), limits=limits or {}, **extra)
+        if run is None:
+            self.started_outside_runs = True
+            self.started_at = time.monotonic()
+        else:
+            self._totals_of(run).started = True
+        self._write(
+            run, "start", {"model": model, "tools": list(tools), "limits": limits or {}, **extra}
+        )
 
     def round(self, response: ChatResponse, ms: float) -> None:
-        self.rounds += 1
+        """A ``round`` line: one model request of the current run."""
+        self._round(current_run(), response, ms)
+
+    def _round(self, run: RunContext | None, response: ChatResponse, ms: float) -> None:
         usage = response.usage or UsageDetails()
+        self.rounds += 1
         self.usage = self.usage + usage
-        self.write(
+        number = self.rounds
+        if run is not None:
+            totals = self._totals_of(run)
+            totals.rounds += 1
+            totals.usage = totals.usage + usage
+            number = totals.rounds
+        self._write(
+            run,
             "round",
-            round=self.rounds,
-            ms=round(ms),
-            input_tokens=usage.input_tokens,
-            output_tokens=usage.output_tokens,
-            cached_input_tokens=usage.cached_input_tokens,
-            cache_creation_input_tokens=usage.cache_creation_input_tokens,
-            calls=[c.name for c in response.function_calls],
-            text=self._cut(response.text),
+            {
+                "round": number,
+                "ms": round(ms),
+                "input_tokens": usage.input_tokens,
+                "output_tokens": usage.output_tokens,
+                "cached_input_tokens": usage.cached_input_tokens,
+                "cache_creation_input_tokens": usage.cache_creation_input_tokens,
+                "calls": [c.name for c in response.function_calls],
+                "text": self._cut(response.text),
+            },
         )
 
     def tool(self, invocation: ToolInvocation) -> None:
+        """A ``tool`` line: one tool call of the current run."""
+        run = current_run()
         self.tool_calls += 1
         self.tool_errors += int(invocation.error)
-        self.write(
+        if run is not None:
+            totals = self._totals_of(run)
+            totals.tool_calls += 1
+            totals.tool_errors += int(invocation.error)
+        self._write(
+            run,
             "tool",
-            name=invocation.call.name,
-            arguments=invocation.call.arguments,
-            ms=round(invocation.ms, 1),
-            error=invocation.error,
-            result=invocation.result,
+            {
+                "name": invocation.call.name,
+                "arguments": invocation.call.arguments,
+                "ms": round(invocation.ms, 1),
+                "error": invocation.error,
+                "result": invocation.result,
+            },
         )
 
     def error(self, message: str, **data: Any) -> None:
+        """An ``error`` line: a request that failed."""
         self.write("error", message=message, **data)
 
-    def totals(self) -> dict[str, Any]:
+    def next_round(self, run: RunContext | None = None) -> int:
+        """The number the next ``round`` line of ``run`` (default: the current run) will get."""
+        run = run if run is not None else current_run()
+        if run is not None and run.has_state(self):
+            return self._totals_of(run).rounds + 1
+        return self.rounds + 1
+
+    def totals(self, run: RunContext | None = None) -> dict[str, Any]:
+        """The totals of ``run`` (default: the current run, if it wrote here), else of every
+        line this log has been given."""
+        run = run if run is not None else current_run()
+        if run is not None and run.has_state(self):
+            t = self._totals_of(run)
+            rounds, calls, errors, usage = t.rounds, t.tool_calls, t.tool_errors, t.usage
+            seconds = time.monotonic() - run.started
+        else:
+            rounds, calls, errors, usage = (
+                self.rounds,
+                self.tool_calls,
+                self.tool_errors,
+                self.usage,
+            )
+            seconds = time.monotonic() - self.started_at
         return {
-            "rounds": self.rounds,
-            "tool_calls": self.tool_calls,
-            "tool_errors": self.tool_errors,
-            "input_tokens": self.usage.input_tokens,
-            "output_tokens": self.usage.output_tokens,
-            "cached_input_tokens": self.usage.cached_input_tokens,
-            "cache_creation_input_tokens": self.usage.cache_creation_input_tokens,
-            "seconds": round(time.monotonic() - self.started_at, 2),
+            "rounds": rounds,
+            "tool_calls": calls,
+            "tool_errors": errors,
+            "input_tokens": usage.input_tokens,
+            "output_tokens": usage.output_tokens,
+            "cached_input_tokens": usage.cached_input_tokens,
+            "cache_creation_input_tokens": usage.cache_creation_input_tokens,
+            "seconds": round(seconds, 2),
         }
 
     def result(self, status: str, reason: str | None = None, **extra: Any) -> None:
@@ -211,7 +308,24 @@ class RunLog:
         self.finished = True
         self.write("result", status=status, reason=reason, totals=self.totals(), **extra)
 
+    def follow(self, run: RunContext) -> None:
+        """Write ``run``'s events (:meth:`RunContext.emit`) as lines of this log (once per run)."""
+        totals = self._totals_of(run)
+        if totals.subscribed:
+            return
+        totals.subscribed = True
+        run.subscribe(lambda event: self._event(run, event))
+
+    def _event(self, run: RunContext, event: RunEvent) -> None:
+        if event.type == "run_end":
+            if run.implicit:
+                return  # the caller of a bare pipeline writes its own ending (``result``)
+            self._write(run, "run_end", {**event.data, "totals": self.totals(run)})
+            return
+        self._write(run, event.type, event.data)
+
     def close(self) -> None:
+        """Close the file this log opened (a stream given to it stays open)."""
         if self._owns_stream and not self._stream.closed:
             self._stream.close()
 
@@ -226,40 +340,79 @@ class RunLogChatClient(DelegatingChatClient):
     """Logs each model request as a ``round`` and each tool call the loop above makes as a ``tool``.
 
     Put it below the function-invocation loop (add it after ``use_function_invocation``) so that
-    it sees each round. The first request writes ``start`` unless the caller already did.
+    it sees each round. A run's first request writes its ``start`` line (unless the caller wrote
+    one itself outside any run, as the card runner does). It is
+    :class:`~loopkit.run_context.RunAware`: at the start of each run it follows the run's events,
+    so what other middleware reports (compaction, fallback, retries, child runs, the end of the
+    run) lands in the log too.
     """
 
     def __init__(self, inner: ChatClient, log: RunLog) -> None:
         super().__init__(inner)
         self.log = log
 
+    def on_run_start(self, run: RunContext) -> None:
+        """Follow ``run``'s events (called once per run by the agent or the loop)."""
+        self.log.follow(run)
+
     def on_tool_invoked(self, invocation: ToolInvocation) -> None:
+        """A ``tool`` line for each call the loop above made."""
         self.log.tool(invocation)
 
-    def _ensure_started(self, options: ChatOptions | None) -> None:
-        if not self.log.started:
-            self.log.start(
-                tools=[t.name for t in options.tools] if options else [],
-                model=options.model_id if options else None,
-            )
+    def _ensure_started(self, run: RunContext | None, options: ChatOptions | None) -> None:
+        if run is None:
+            if not self.log.started:
+                self._start(run, options)
+            return
+        totals = self.log._totals_of(run)
+        if totals.started:
+            return
+        totals.started = True
+        if run.implicit and self.log.started_outside_runs:
+            return  # the caller wrote the start line (and will write the result)
+        self._start(run, options)
+
+    def _start(self, run: RunContext | None, options: ChatOptions | None) -> None:
+        extra: dict[str, Any] = {}
+        limits: dict[str, Any] = {}
+        if run is not None:
+            if run.name is not None:
+                extra["agent"] = run.name
+            for key, value in run.metadata.items():
+                if key == "limits" and isinstance(value, dict):
+                    limits = value
+                elif key not in ("model", "tools"):
+                    extra[key] = value
+        self.log.start(
+            tools=[t.name for t in options.tools] if options else [],
+            model=(options.model_id if options else None) or _model_name(self.inner),
+            limits=limits,
+            **extra,
+        )
 
     async def get_response(
         self, messages: Sequence[ChatMessage], options: ChatOptions | None = None
     ) -> ChatResponse:
-        self._ensure_started(options)
+        """Forward the request; a ``round`` line for the answer (``error`` if it failed)."""
+        run = current_run()
+        self._ensure_started(run, options)
         started = time.perf_counter()
         try:
             response = await self.inner.get_response(messages, options)
         except Exception as e:
-            self.log.error(describe_error(e), round=self.log.rounds + 1)
+            self.log._write(
+                run, "error", {"message": describe_error(e), "round": self.log.next_round(run)}
+            )
             raise
-        self.log.round(response, (time.perf_counter() - started) * 1000.0)
+        self.log._round(run, response, (time.perf_counter() - started) * 1000.0)
         return response
 
     async def get_streaming_response(
         self, messages: Sequence[ChatMessage], options: ChatOptions | None = None
     ) -> AsyncIterator[ChatResponseUpdate]:
-        self._ensure_started(options)
+        """Forward the stream; a ``round`` line once it ended (``error`` if it failed)."""
+        run = current_run()
+        self._ensure_started(run, options)
         started = time.perf_counter()
         updates: list[ChatResponseUpdate] = []
         try:
@@ -267,6 +420,21 @@ class RunLogChatClient(DelegatingChatClient):
                 updates.append(update)
                 yield update
         except Exception as e:
-            self.log.error(describe_error(e), round=self.log.rounds + 1)
+            self.log._write(
+                run, "error", {"message": describe_error(e), "round": self.log.next_round(run)}
+            )
             raise
-        self.log.round(response_from_updates(updates), (time.perf_counter() - started) * 1000.0)
+        self.log._round(
+            run, response_from_updates(updates), (time.perf_counter() - started) * 1000.0
+        )
+
+
+def _model_name(client: object) -> str | None:
+    """The model the innermost client names (``model`` or ``model_id``), if any."""
+    while getattr(client, "inner", None) is not None:
+        client = client.inner  # type: ignore[attr-defined]
+    for attribute in ("model", "model_id"):
+        value = getattr(client, attribute, None)
+        if isinstance(value, str):
+            return value
+    return None

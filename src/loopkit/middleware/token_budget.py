@@ -3,15 +3,35 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field
 
 from loopkit.abstractions.chat import ChatClient, ChatOptions, ChatResponse, ChatResponseUpdate
 from loopkit.abstractions.content import ChatMessage, UsageContent, UsageDetails
 from loopkit.errors import BudgetExceededError
 from loopkit.middleware.delegating import DelegatingChatClient
+from loopkit.run_context import current_run
+
+
+@dataclass(slots=True)
+class BudgetState:
+    """What one run has spent against one budget."""
+
+    used: UsageDetails = field(default_factory=UsageDetails)
+    requests: int = 0
+
+    @property
+    def spent(self) -> int:
+        """Input plus output tokens counted so far."""
+        return self.used.input_tokens + self.used.output_tokens
 
 
 class TokenBudgetChatClient(DelegatingChatClient):
     """Counts the tokens (input + output) of every request that passes; refuses once spent.
+
+    The budget is per run: each :class:`~loopkit.run_context.RunContext` (an agent's run, or the
+    run the loop opens for one request of a bare pipeline) counts against its own, so two
+    concurrent runs through one built client never share it. Called outside any run (directly,
+    without the loop above it), it counts on the instance, for the client's lifetime.
 
     Place it below the function-invocation loop so it sees each round: the input of a round is
     the whole conversation so far, so the total grows with every round. The request that crosses
@@ -23,40 +43,61 @@ class TokenBudgetChatClient(DelegatingChatClient):
         if max_tokens <= 0:
             raise ValueError(f"max_tokens must be a positive number of tokens, got {max_tokens}")
         self.max_tokens = max_tokens
-        self.used = UsageDetails()
-        self.requests = 0
+        self._outside_runs = BudgetState()
+
+    def state(self) -> BudgetState:
+        """The current run's spending against this budget (the instance's outside any run)."""
+        run = current_run()
+        if run is None:
+            return self._outside_runs
+        return run.state_for(self, BudgetState)
+
+    @property
+    def used(self) -> UsageDetails:
+        """Tokens the current run has used (outside a run: the instance's count)."""
+        return self.state().used
+
+    @property
+    def requests(self) -> int:
+        """Requests the current run has made through this budget."""
+        return self.state().requests
 
     @property
     def spent(self) -> int:
-        return self.used.input_tokens + self.used.output_tokens
+        """Input plus output tokens the current run has used."""
+        return self.state().spent
 
-    def _check(self) -> None:
-        if self.spent >= self.max_tokens:
+    def _check(self, state: BudgetState) -> None:
+        if state.spent >= self.max_tokens:
             raise BudgetExceededError(
-                f"token budget spent: {self.spent:,} of {self.max_tokens:,} tokens used in "
-                f"{self.requests} requests; the next request was refused. Raise the budget "
+                f"token budget spent: {state.spent:,} of {self.max_tokens:,} tokens used in "
+                f"{state.requests} requests; the next request was refused. Raise the budget "
                 "(e.g. --max-tokens) or give the model a smaller task.",
-                used=self.spent,
+                used=state.spent,
                 budget=self.max_tokens,
             )
 
     async def get_response(
         self, messages: Sequence[ChatMessage], options: ChatOptions | None = None
     ) -> ChatResponse:
-        self._check()
+        """Refuse when the run's budget is spent; else forward and count the usage."""
+        state = self.state()
+        self._check(state)
         response = await self.inner.get_response(messages, options)
-        self.requests += 1
+        state.requests += 1
         if response.usage is not None:
-            self.used = self.used + response.usage
+            state.used = state.used + response.usage
         return response
 
     async def get_streaming_response(
         self, messages: Sequence[ChatMessage], options: ChatOptions | None = None
     ) -> AsyncIterator[ChatResponseUpdate]:
-        self._check()
-        self.requests += 1
+        """Refuse when the run's budget is spent; else stream and count the usage pieces."""
+        state = self.state()
+        self._check(state)
+        state.requests += 1
         async for update in self.inner.get_streaming_response(messages, options):
             for c in update.contents:
                 if isinstance(c, UsageContent):
-                    self.used = self.used + c.usage
+                    state.used = state.used + c.usage
             yield update
