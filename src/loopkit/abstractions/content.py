@@ -57,6 +57,12 @@ class FunctionResultContent(_Content):
 class DataContent(_Content):
     """Binary data (an image, a file) given inline as bytes or by URI."""
 
+    # Inline bytes are base64 in JSON (an image is not UTF-8), so a message holding one
+    # serialises and reads back (a stored session, the run log, telemetry).
+    model_config = ConfigDict(
+        frozen=False, extra="forbid", ser_json_bytes="base64", val_json_bytes="base64"
+    )
+
     type: Literal["data"] = "data"
     media_type: str
     data: bytes | None = None
