@@ -1,21 +1,27 @@
 """What the stored sessions (SQLite, SQLAlchemy) share: the tables, a message as one JSON row,
-metadata as JSON, the calls a pop re-opens, and the error a store raises.
+metadata as JSON, the calls a pop leaves open, and the error a store raises.
 
 Both stores use the same two tables, so a file written by :class:`SQLiteSession` reads with
 ``SQLAlchemySession("sqlite:///that-file", ...)`` and back:
 
 - ``loopkit_sessions``: one row per session: ``session_id`` (primary key, at most 255
-  characters), ``metadata`` (JSON object), ``open_calls`` (JSON object, call id -> tool name: the
-  calls a ``pop_message`` left unanswered, so a new batch is checked without reading the
-  history), ``created_at``, ``updated_at`` (Unix seconds).
-- ``loopkit_messages``: one row per message, in order of ``id``: ``session_id``, ``message``
-  (the ``ChatMessage`` as JSON), ``created_at``; indexed on ``(session_id, id)``.
+  characters), ``metadata`` (JSON object), ``message_count``, ``open_calls`` (JSON object, call
+  id -> tool name: the calls a ``pop_message`` left unanswered, so a new batch is checked
+  without reading the history), ``created_at``, ``updated_at`` (Unix seconds). Every write
+  locks this row first.
+- ``loopkit_messages``: one row per message: ``session_id`` and ``seq`` (0, 1, 2, ... within the
+  session; together the primary key), ``message`` (the ``ChatMessage`` as JSON), ``complete``
+  (no call is open after this message), ``created_at``.
+
+Numbering messages per session makes "the last N" a range of the primary key
+(``seq >= message_count - N``): the database reads N rows whatever the history's length and
+whatever its planner believes about the data.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from pydantic import ValidationError
@@ -23,10 +29,10 @@ from pydantic_core import PydanticSerializationError
 
 from loopkit.abstractions.content import ChatMessage, FunctionCallContent, FunctionResultContent
 from loopkit.errors import LoopkitError
+from loopkit.sessions.protocol import open_calls_of
 
 SESSIONS_TABLE = "loopkit_sessions"
 MESSAGES_TABLE = "loopkit_messages"
-MESSAGES_INDEX = "loopkit_messages_session"
 MAX_SESSION_ID = 255
 
 
@@ -117,53 +123,30 @@ def load_json(text: str | None, where: str) -> dict[str, Any]:
     return value
 
 
-def _answers(popped: ChatMessage) -> list[tuple[str, str | None]]:
-    """Each result of ``popped`` as (call id, name of its call made earlier in ``popped``, or
-    None when the call was made in an earlier message)."""
-    made: dict[str, str] = {}
-    answers: list[tuple[str, str | None]] = []
-    for content in popped.contents:
-        if isinstance(content, FunctionCallContent):
-            made[content.call_id] = content.name
-        elif isinstance(content, FunctionResultContent):
-            answers.append((content.call_id, made.get(content.call_id)))
-    return answers
+def complete_flags(batch: Sequence[ChatMessage], open_before: Mapping[str, str]) -> list[bool]:
+    """For each message of ``batch`` (already checked), whether no call is open after it (the
+    ``complete`` column). A ``pop_message`` reads back only to the last complete row to know
+    which calls it leaves open, never the whole history."""
+    pending = set(open_before)
+    flags = []
+    for message in batch:
+        for content in message.contents:
+            if isinstance(content, FunctionCallContent):
+                pending.add(content.call_id)
+            elif isinstance(content, FunctionResultContent):
+                pending.discard(content.call_id)
+        flags.append(not pending)
+    return flags
 
 
-def answered_elsewhere(popped: ChatMessage) -> set[str]:
-    """The call ids ``popped`` answers whose calls were made in earlier messages."""
-    return {call_id for call_id, name in _answers(popped) if name is None}
-
-
-def call_names(earlier_newest_first: Iterable[ChatMessage], wanted: set[str]) -> dict[str, str]:
-    """The tool names of the calls ``wanted``, from the newest earlier message that made each;
-    stops reading as soon as all are found."""
-    names: dict[str, str] = {}
-    if not wanted:
-        return names
-    for message in earlier_newest_first:
-        for content in reversed(message.contents):
-            if isinstance(content, FunctionCallContent) and content.call_id in wanted:
-                names.setdefault(content.call_id, content.name)
-        if len(names) == len(wanted):
+def open_after_pop(tail_newest_first: Iterable[tuple[str, bool]], where: str) -> dict[str, str]:
+    """The calls left open once the newest message is removed, from the rows before it (their
+    ``message`` text and ``complete`` flag), newest first; reads only up to the first complete
+    row (nothing is open after it), then replays the rest as ``open_calls_of`` does."""
+    tail: list[ChatMessage] = []
+    for text, complete in tail_newest_first:
+        if complete:
             break
-    return names
-
-
-def open_calls_before(
-    popped: ChatMessage, open_after: Mapping[str, str], names: Mapping[str, str]
-) -> dict[str, str]:
-    """The calls left open once ``popped`` (the newest message) is removed: those it answered
-    open again, those it made are gone. ``names`` gives the tool names of the calls it answered
-    that earlier messages made (from :func:`call_names`)."""
-    pending = dict(open_after)
-    answers = iter(reversed(_answers(popped)))
-    # Undo the message content by content, newest first: the exact inverse of the fold that
-    # protocol.open_calls_of applies, so a store agrees with InMemorySession after any pop.
-    for content in reversed(popped.contents):
-        if isinstance(content, FunctionResultContent):
-            call_id, name = next(answers)
-            pending[call_id] = name if name is not None else names.get(call_id, "")
-        elif isinstance(content, FunctionCallContent):
-            pending.pop(content.call_id, None)
-    return pending
+        tail.append(load_message(text, where))
+    tail.reverse()
+    return open_calls_of(tail)

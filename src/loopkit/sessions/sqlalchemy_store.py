@@ -48,20 +48,18 @@ except ImportError as error:  # pragma: no cover - exercised in a subprocess wit
 from loopkit.abstractions.content import ChatMessage
 from loopkit.sessions._rows import (
     MAX_SESSION_ID,
-    MESSAGES_INDEX,
     MESSAGES_TABLE,
     SESSIONS_TABLE,
     SessionStoreError,
-    answered_elsewhere,
-    call_names,
     checked_session_id,
+    complete_flags,
     dump_json,
     dump_message,
     json_values,
     load_json,
     load_message,
     merged,
-    open_calls_before,
+    open_after_pop,
 )
 from loopkit.sessions._worker import BlockingWorker, WorkerClosedError
 from loopkit.sessions.protocol import check_complete, trim_to_whole_steps
@@ -77,6 +75,7 @@ _sessions = sa.Table(
     session_tables,
     sa.Column("session_id", sa.String(MAX_SESSION_ID), primary_key=True),
     sa.Column("metadata", sa.Text, nullable=False),
+    sa.Column("message_count", sa.Integer, nullable=False),
     sa.Column("open_calls", sa.Text, nullable=False),
     sa.Column("created_at", sa.Double, nullable=False),
     sa.Column("updated_at", sa.Double, nullable=False),
@@ -84,22 +83,16 @@ _sessions = sa.Table(
 _messages = sa.Table(
     MESSAGES_TABLE,
     session_tables,
-    # INTEGER on SQLite: only that type makes the column the rowid (ordered, no extra index).
-    sa.Column(
-        "id",
-        sa.BigInteger().with_variant(sa.Integer, "sqlite"),
-        primary_key=True,
-        autoincrement=True,
-    ),
     sa.Column(
         "session_id",
         sa.String(MAX_SESSION_ID),
         sa.ForeignKey(f"{SESSIONS_TABLE}.session_id", ondelete="CASCADE"),
-        nullable=False,
+        primary_key=True,
     ),
+    sa.Column("seq", sa.Integer, primary_key=True, autoincrement=False),
     sa.Column("message", sa.Text, nullable=False),
+    sa.Column("complete", sa.Boolean, nullable=False),
     sa.Column("created_at", sa.Double, nullable=False),
-    sa.Index(MESSAGES_INDEX, "session_id", "id"),
 )
 
 # Statements built once (SQLAlchemy caches their compiled form); values go in as parameters.
@@ -107,30 +100,37 @@ _SID = sa.bindparam("sid")
 _S, _M = _sessions.c, _messages.c
 _LOCK = sa.update(_sessions).where(_S.session_id == _SID).values(updated_at=sa.bindparam("now"))
 _NEW_SESSION = sa.insert(_sessions)
-_OPEN_CALLS = sa.select(_S.open_calls).where(_S.session_id == _SID)
-_SET_OPEN_CALLS = (
-    sa.update(_sessions).where(_S.session_id == _SID).values(open_calls=sa.bindparam("calls"))
+_STATE = sa.select(_S.message_count, _S.open_calls).where(_S.session_id == _SID)
+_SET_STATE = (
+    sa.update(_sessions)
+    .where(_S.session_id == _SID)
+    .values(message_count=sa.bindparam("count"), open_calls=sa.bindparam("calls"))
 )
 _METADATA = sa.select(_S.metadata).where(_S.session_id == _SID)
 _SET_METADATA = (
     sa.update(_sessions).where(_S.session_id == _SID).values(metadata=sa.bindparam("data"))
 )
 _INSERT = sa.insert(_messages)
-_ALL = sa.select(_M.message).where(_M.session_id == _SID).order_by(_M.id)
+_ALL = sa.select(_M.message).where(_M.session_id == _SID).order_by(_M.seq)
+# The last N: a range of the primary key, in one statement (one snapshot).
 _LAST = (
     sa.select(_M.message)
-    .where(_M.session_id == _SID)
-    .order_by(_M.id.desc())
-    .limit(sa.bindparam("n", type_=sa.Integer))
+    .where(
+        _M.session_id == _SID,
+        _M.seq
+        >= sa.select(_S.message_count).where(_S.session_id == _SID).scalar_subquery()
+        - sa.bindparam("n", type_=sa.Integer),
+    )
+    .order_by(_M.seq)
 )
-_NEWEST = sa.select(_M.id, _M.message).where(_M.session_id == _SID).order_by(_M.id.desc()).limit(1)
+_AT = sa.select(_M.message).where(_M.session_id == _SID, _M.seq == sa.bindparam("seq"))
 _BEFORE = (
-    sa.select(_M.id, _M.message)
-    .where(_M.session_id == _SID, _M.id < sa.bindparam("before"))
-    .order_by(_M.id.desc())
+    sa.select(_M.seq, _M.message, _M.complete)
+    .where(_M.session_id == _SID, _M.seq < sa.bindparam("before"))
+    .order_by(_M.seq.desc())
     .limit(sa.bindparam("n", type_=sa.Integer))
 )
-_DELETE_ONE = sa.delete(_messages).where(_M.id == sa.bindparam("id"))
+_DELETE_AT = sa.delete(_messages).where(_M.session_id == _SID, _M.seq == sa.bindparam("seq"))
 _DELETE_MESSAGES = sa.delete(_messages).where(_M.session_id == _SID)
 _DELETE_SESSION = sa.delete(_sessions).where(_S.session_id == _SID)
 
@@ -203,10 +203,9 @@ class SQLAlchemySession:
 
         def read(conn: Connection) -> list[ChatMessage]:
             if limit is None:
-                texts = list(conn.execute(_ALL, {"sid": sid}).scalars())
+                texts = conn.execute(_ALL, {"sid": sid}).scalars()
             else:
-                texts = list(conn.execute(_LAST, {"sid": sid, "n": limit}).scalars())
-                texts.reverse()
+                texts = conn.execute(_LAST, {"sid": sid, "n": limit}).scalars()
             return trim_to_whole_steps([self._load(text) for text in texts])
 
         return await self._run(read, write=False)
@@ -217,18 +216,24 @@ class SQLAlchemySession:
         if not batch:  # nothing to write; still refused when the history left calls open
 
             def check(conn: Connection) -> None:
-                check_complete(batch, self._open_calls(conn))
+                check_complete(batch, self._state(conn)[1])
 
             return await self._run(check, write=False)
 
         def write(conn: Connection) -> None:
             now = time.time()
-            rows = [{"session_id": sid, "message": dump_message(m), "created_at": now} for m in batch]
-            open_calls = self._open_calls(conn) if self._lock(conn, now, create=True) else {}
+            texts = [dump_message(m) for m in batch]
+            self._lock(conn, now, create=True)
+            count, open_calls = self._state(conn)
             check_complete(batch, open_calls)
-            if open_calls:
-                conn.execute(_SET_OPEN_CALLS, {"sid": sid, "calls": "{}"})
+            flags = complete_flags(batch, open_calls)
+            rows = [
+                {"session_id": sid, "seq": count + i, "message": text, "complete": flag}
+                | {"created_at": now}
+                for i, (text, flag) in enumerate(zip(texts, flags, strict=True))
+            ]
             conn.execute(_INSERT, rows)
+            conn.execute(_SET_STATE, {"sid": sid, "count": count + len(batch), "calls": "{}"})
 
         await self._run(write, write=True)
 
@@ -238,16 +243,18 @@ class SQLAlchemySession:
         def pop(conn: Connection) -> ChatMessage | None:
             if not self._lock(conn, time.time(), create=False):
                 return None
-            row = conn.execute(_NEWEST, {"sid": sid}).first()
-            if row is None:
+            count, open_calls = self._state(conn)
+            if not count:
                 return None
-            newest_id, text = row
+            text = conn.execute(_AT, {"sid": sid, "seq": count - 1}).scalar_one_or_none()
+            if text is None:
+                raise SessionStoreError(f"{self}: message {count - 1} is missing")
             popped = self._load(text)
-            conn.execute(_DELETE_ONE, {"id": newest_id})
+            conn.execute(_DELETE_AT, {"sid": sid, "seq": count - 1})
             if popped.function_calls or popped.function_results:
-                names = call_names(self._earlier(conn, newest_id), answered_elsewhere(popped))
-                still_open = open_calls_before(popped, self._open_calls(conn), names)
-                conn.execute(_SET_OPEN_CALLS, {"sid": sid, "calls": dump_json(still_open)})
+                open_calls = open_after_pop(self._earlier(conn, count - 1), f"{self}")
+            calls = dump_json(open_calls)
+            conn.execute(_SET_STATE, {"sid": sid, "count": count - 1, "calls": calls})
             return popped
 
         return await self._run(pop, write=True)
@@ -330,6 +337,7 @@ class SQLAlchemySession:
                 {
                     "session_id": self._id,
                     "metadata": "{}",
+                    "message_count": 0,
                     "open_calls": "{}",
                     "created_at": now,
                     "updated_at": now,
@@ -337,18 +345,22 @@ class SQLAlchemySession:
             )
         return False
 
-    def _open_calls(self, conn: Connection) -> dict[str, str]:
-        text = conn.execute(_OPEN_CALLS, {"sid": self._id}).scalar_one_or_none()
-        return load_json(text, f"{self}: open calls")
+    def _state(self, conn: Connection) -> tuple[int, dict[str, str]]:
+        """The session's message count and the calls its history leaves open."""
+        row = conn.execute(_STATE, {"sid": self._id}).first()
+        if row is None:
+            return 0, {}
+        return row[0], load_json(row[1], f"{self}: open calls")
 
-    def _earlier(self, conn: Connection, before_id: int) -> Iterator[ChatMessage]:
-        """The messages before row ``before_id``, newest first, read a page at a time."""
+    def _earlier(self, conn: Connection, before: int) -> Iterator[tuple[str, bool]]:
+        """The messages before number ``before`` (text, complete flag), newest first, a page
+        at a time (the caller stops at the first complete one)."""
         page = 16
         while True:
-            rows = conn.execute(_BEFORE, {"sid": self._id, "before": before_id, "n": page}).all()
-            for row_id, text in rows:
-                before_id = row_id
-                yield self._load(text)
+            rows = conn.execute(_BEFORE, {"sid": self._id, "before": before, "n": page}).all()
+            for seq, text, complete in rows:
+                before = seq
+                yield text, bool(complete)
             if len(rows) < page:
                 return
             page = min(page * 4, 1024)

@@ -36,20 +36,18 @@ from typing import Any, Literal, TypeVar
 
 from loopkit.abstractions.content import ChatMessage
 from loopkit.sessions._rows import (
-    MESSAGES_INDEX,
     MESSAGES_TABLE,
     SESSIONS_TABLE,
     SessionStoreError,
-    answered_elsewhere,
-    call_names,
     checked_session_id,
+    complete_flags,
     dump_json,
     dump_message,
     json_values,
     load_json,
     load_message,
     merged,
-    open_calls_before,
+    open_after_pop,
 )
 from loopkit.sessions._worker import BlockingWorker, WorkerClosedError
 from loopkit.sessions.protocol import check_complete, trim_to_whole_steps
@@ -63,40 +61,51 @@ SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS {SESSIONS_TABLE} (
     session_id VARCHAR(255) NOT NULL,
     metadata TEXT NOT NULL,
+    message_count INTEGER NOT NULL,
     open_calls TEXT NOT NULL,
     created_at DOUBLE NOT NULL,
     updated_at DOUBLE NOT NULL,
     PRIMARY KEY (session_id)
 );
 CREATE TABLE IF NOT EXISTS {MESSAGES_TABLE} (
-    id INTEGER NOT NULL,
     session_id VARCHAR(255) NOT NULL,
+    seq INTEGER NOT NULL,
     message TEXT NOT NULL,
+    complete BOOLEAN NOT NULL,
     created_at DOUBLE NOT NULL,
-    PRIMARY KEY (id),
+    PRIMARY KEY (session_id, seq),
     FOREIGN KEY (session_id) REFERENCES {SESSIONS_TABLE} (session_id) ON DELETE CASCADE
 );
-CREATE INDEX IF NOT EXISTS {MESSAGES_INDEX} ON {MESSAGES_TABLE} (session_id, id);
 """
 
-_OPEN_CALLS = f"SELECT open_calls FROM {SESSIONS_TABLE} WHERE session_id = ?"
+_STATE = f"SELECT message_count, open_calls FROM {SESSIONS_TABLE} WHERE session_id = ?"
 _METADATA = f"SELECT metadata FROM {SESSIONS_TABLE} WHERE session_id = ?"
 _NEW_SESSION = (
-    f"INSERT INTO {SESSIONS_TABLE} (session_id, metadata, open_calls, created_at, updated_at) "
+    f"INSERT INTO {SESSIONS_TABLE} "
+    "(session_id, metadata, message_count, open_calls, created_at, updated_at) "
+    "VALUES (?, ?, 0, '{{}}', ?, ?)"
+)
+_SET_STATE = (
+    f"UPDATE {SESSIONS_TABLE} SET message_count = ?, open_calls = ?, updated_at = ? "
+    "WHERE session_id = ?"
+)
+_SET_METADATA = f"UPDATE {SESSIONS_TABLE} SET metadata = ?, updated_at = ? WHERE session_id = ?"
+_INSERT = (
+    f"INSERT INTO {MESSAGES_TABLE} (session_id, seq, message, complete, created_at) "
     "VALUES (?, ?, ?, ?, ?)"
 )
-_TOUCH = f"UPDATE {SESSIONS_TABLE} SET updated_at = ? WHERE session_id = ?"
-_SET_OPEN_CALLS = f"UPDATE {SESSIONS_TABLE} SET open_calls = ?, updated_at = ? WHERE session_id = ?"
-_SET_METADATA = f"UPDATE {SESSIONS_TABLE} SET metadata = ?, updated_at = ? WHERE session_id = ?"
-_INSERT = f"INSERT INTO {MESSAGES_TABLE} (session_id, message, created_at) VALUES (?, ?, ?)"
-_ALL = f"SELECT message FROM {MESSAGES_TABLE} WHERE session_id = ? ORDER BY id"
-_LAST = f"SELECT message FROM {MESSAGES_TABLE} WHERE session_id = ? ORDER BY id DESC LIMIT ?"
-_NEWEST = f"SELECT id, message FROM {MESSAGES_TABLE} WHERE session_id = ? ORDER BY id DESC LIMIT 1"
-_BEFORE = (
-    f"SELECT id, message FROM {MESSAGES_TABLE} WHERE session_id = ? AND id < ? "
-    "ORDER BY id DESC LIMIT ?"
+_ALL = f"SELECT message FROM {MESSAGES_TABLE} WHERE session_id = ? ORDER BY seq"
+# The last N: a range of the primary key, in one statement (one snapshot).
+_LAST = (
+    f"SELECT message FROM {MESSAGES_TABLE} WHERE session_id = ?1 AND seq >= "
+    f"(SELECT message_count FROM {SESSIONS_TABLE} WHERE session_id = ?1) - ?2 ORDER BY seq"
 )
-_DELETE_ONE = f"DELETE FROM {MESSAGES_TABLE} WHERE id = ?"
+_AT = f"SELECT message FROM {MESSAGES_TABLE} WHERE session_id = ? AND seq = ?"
+_BEFORE = (
+    f"SELECT seq, message, complete FROM {MESSAGES_TABLE} WHERE session_id = ? AND seq < ? "
+    "ORDER BY seq DESC LIMIT ?"
+)
+_DELETE_AT = f"DELETE FROM {MESSAGES_TABLE} WHERE session_id = ? AND seq = ?"
 _DELETE_MESSAGES = f"DELETE FROM {MESSAGES_TABLE} WHERE session_id = ?"
 _DELETE_SESSION = f"DELETE FROM {SESSIONS_TABLE} WHERE session_id = ?"
 
@@ -167,7 +176,6 @@ class SQLiteSession:
                 rows = conn.execute(_ALL, (sid,)).fetchall()
             else:
                 rows = conn.execute(_LAST, (sid, limit)).fetchall()
-                rows.reverse()
             return trim_to_whole_steps([self._load(text) for (text,) in rows])
 
         return await self._run(read)
@@ -178,19 +186,23 @@ class SQLiteSession:
 
         def write(conn: sqlite3.Connection) -> None:
             now = time.time()
-            rows = [(sid, dump_message(m), now) for m in batch]
+            texts = [dump_message(m) for m in batch]
             with _write_transaction(conn):
-                (open_calls, exists) = self._open_calls(conn)
+                count, open_calls, exists = self._state(conn)
                 check_complete(batch, open_calls)
                 if not batch:
                     return
                 if not exists:
-                    conn.execute(_NEW_SESSION, (sid, "{}", "{}", now, now))
-                elif open_calls:
-                    conn.execute(_SET_OPEN_CALLS, ("{}", now, sid))
-                else:
-                    conn.execute(_TOUCH, (now, sid))
-                conn.executemany(_INSERT, rows)
+                    conn.execute(_NEW_SESSION, (sid, "{}", now, now))
+                flags = complete_flags(batch, open_calls)
+                conn.executemany(
+                    _INSERT,
+                    [
+                        (sid, count + i, text, flag, now)
+                        for i, (text, flag) in enumerate(zip(texts, flags, strict=True))
+                    ],
+                )
+                conn.execute(_SET_STATE, (count + len(batch), "{}", now, sid))
 
         await self._run(write)
 
@@ -199,19 +211,17 @@ class SQLiteSession:
 
         def pop(conn: sqlite3.Connection) -> ChatMessage | None:
             with _write_transaction(conn):
-                row = conn.execute(_NEWEST, (sid,)).fetchone()
-                if row is None:
+                count, open_calls, _ = self._state(conn)
+                if not count:
                     return None
-                newest_id, text = row
-                popped = self._load(text)
-                conn.execute(_DELETE_ONE, (newest_id,))
+                row = conn.execute(_AT, (sid, count - 1)).fetchone()
+                if row is None:
+                    raise SessionStoreError(f"{self}: message {count - 1} is missing")
+                popped = self._load(row[0])
+                conn.execute(_DELETE_AT, (sid, count - 1))
                 if popped.function_calls or popped.function_results:
-                    names = call_names(self._earlier(conn, newest_id), answered_elsewhere(popped))
-                    open_calls, _ = self._open_calls(conn)
-                    still_open = open_calls_before(popped, open_calls, names)
-                    conn.execute(_SET_OPEN_CALLS, (dump_json(still_open), time.time(), sid))
-                else:
-                    conn.execute(_TOUCH, (time.time(), sid))
+                    open_calls = open_after_pop(self._earlier(conn, count - 1), f"{self}")
+                conn.execute(_SET_STATE, (count - 1, dump_json(open_calls), time.time(), sid))
                 return popped
 
         return await self._run(pop)
@@ -245,7 +255,7 @@ class SQLiteSession:
                 row = conn.execute(_METADATA, (sid,)).fetchone()
                 metadata = merged(load_json(row[0] if row else None, f"{self}: metadata"), data)
                 if row is None:
-                    conn.execute(_NEW_SESSION, (sid, dump_json(metadata), "{}", now, now))
+                    conn.execute(_NEW_SESSION, (sid, dump_json(metadata), now, now))
                 else:
                     conn.execute(_SET_METADATA, (dump_json(metadata), now, sid))
 
@@ -267,21 +277,23 @@ class SQLiteSession:
         except WorkerClosedError:
             raise SessionStoreError(f"{self} is closed") from None
 
-    def _open_calls(self, conn: sqlite3.Connection) -> tuple[dict[str, str], bool]:
-        """The calls the stored history leaves open, and whether the session has a row."""
-        row = conn.execute(_OPEN_CALLS, (self._id,)).fetchone()
+    def _state(self, conn: sqlite3.Connection) -> tuple[int, dict[str, str], bool]:
+        """The session's message count, the calls its history leaves open, and whether it has
+        a row at all."""
+        row = conn.execute(_STATE, (self._id,)).fetchone()
         if row is None:
-            return {}, False
-        return load_json(row[0], f"{self}: open calls"), True
+            return 0, {}, False
+        return row[0], load_json(row[1], f"{self}: open calls"), True
 
-    def _earlier(self, conn: sqlite3.Connection, before_id: int) -> Iterator[ChatMessage]:
-        """The messages before row ``before_id``, newest first, read a page at a time."""
+    def _earlier(self, conn: sqlite3.Connection, before: int) -> Iterator[tuple[str, bool]]:
+        """The messages before number ``before`` (text, complete flag), newest first, a page
+        at a time (the caller stops at the first complete one)."""
         page = 16
         while True:
-            rows = conn.execute(_BEFORE, (self._id, before_id, page)).fetchall()
-            for row_id, text in rows:
-                before_id = row_id
-                yield self._load(text)
+            rows = conn.execute(_BEFORE, (self._id, before, page)).fetchall()
+            for seq, text, complete in rows:
+                before = seq
+                yield text, bool(complete)
             if len(rows) < page:
                 return
             page = min(page * 4, 1024)
