@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.installed import import_or_unavailable
+from tests.sessions.postgres import private_cluster
 
 from loopkit.abstractions.content import (
     ChatMessage,
@@ -24,8 +26,6 @@ from loopkit.abstractions.content import (
     FunctionResultContent,
 )
 from loopkit.sessions import InMemorySession, Session, SQLiteSession
-from tests.installed import import_or_unavailable
-from tests.sessions.postgres import private_cluster
 
 PERSISTENT = ["sqlite", "sqlalchemy-sqlite", "sqlalchemy-postgresql"]
 STORES = ["memory", *PERSISTENT]
@@ -124,9 +124,7 @@ async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator
 
 
 @pytest.fixture(params=PERSISTENT)
-async def persistent_store(
-    request: pytest.FixtureRequest, tmp_path: Path
-) -> AsyncIterator[Store]:
+async def persistent_store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Store]:
     opened = _make_store(request.param, request, tmp_path)
     yield opened
     await _close_all(opened)

@@ -58,9 +58,9 @@ def private_cluster() -> Iterator[str]:
         )
         # fsync=off: the tests kill clients, never the server, so disk syncs only cost time.
         options = f"-k {root} -p {port} -c listen_addresses='' -c fsync=off"
+        pg_ctl = [*_as_owner(), str(bindir / "pg_ctl"), "-D", str(data)]
         _run(
-            [*_as_owner(), str(bindir / "pg_ctl"), "-D", str(data), "-l", str(log), "-w"]
-            + ["-o", options, "start"],
+            [*pg_ctl, "-l", str(log), "-w", "-o", options, "start"],
             "pg_ctl start",
             log,
         )
@@ -72,11 +72,8 @@ def private_cluster() -> Iterator[str]:
         yield f"postgresql+psycopg://postgres@/{DATABASE}?host={root}&port={port}"
     finally:
         if started:
-            subprocess.run(
-                [*_as_owner(), str(bindir / "pg_ctl"), "-D", str(data), "-m", "fast", "stop"],
-                capture_output=True,
-                timeout=60,
-            )
+            stop = [*_as_owner(), str(bindir / "pg_ctl"), "-D", str(data), "-m", "fast", "stop"]
+            subprocess.run(stop, capture_output=True, timeout=60)
         shutil.rmtree(root, ignore_errors=True)
 
 

@@ -23,12 +23,12 @@ import time
 from typing import Any
 
 from loopkit.abstractions.content import ChatMessage
-from loopkit.sessions import SQLiteSession
+from loopkit.sessions import SQLiteSession  # noqa: F401 - named by the program's "open"
 
 try:
     from loopkit.sessions import SQLAlchemySession
 except ImportError:  # the sql extra is missing; only SQLite programs run
-    pass
+    SQLAlchemySession = None  # type: ignore[assignment,misc]
 
 pausing = {"now": False}
 
@@ -50,9 +50,13 @@ def trace_sqlite_commits() -> None:
     sqlite3.connect = connect  # type: ignore[assignment]
 
 
-async def main() -> None:
-    with open(sys.argv[1], encoding="utf-8") as file:
-        program = json.load(file)
+def wait_for(path: str) -> None:
+    """Block until ``path`` exists (this process has nothing else to do meanwhile)."""
+    while not os.path.exists(path):
+        time.sleep(0.001)
+
+
+async def main(program: dict[str, Any]) -> None:
     pause_at = program.get("pause_in_commit_of")
     if pause_at is not None and program["open"].startswith("SQLiteSession"):
         trace_sqlite_commits()
@@ -64,8 +68,7 @@ async def main() -> None:
     if "go_file" in program:  # start together with the other writers
         await session.get_messages(1)  # connected, tables created
         print("ready", flush=True)
-        while not os.path.exists(program["go_file"]):
-            time.sleep(0.001)
+        wait_for(program["go_file"])
     results: list[Any] = []
     for index, (op, *args) in enumerate(program["ops"]):
         pausing["now"] = index == pause_at
@@ -91,4 +94,5 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    with open(sys.argv[1], encoding="utf-8") as file:
+        asyncio.run(main(json.load(file)))

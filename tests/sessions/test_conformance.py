@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from tests.sessions.conftest import Store, call, dump, result, say
 
 from loopkit.abstractions.content import (
     ChatMessage,
@@ -16,7 +17,6 @@ from loopkit.abstractions.content import (
     TextContent,
 )
 from loopkit.sessions import IncompleteStepError, Session
-from tests.sessions.conftest import Store, call, dump, result, say
 
 
 def roles(messages: list[ChatMessage]) -> list[str]:
@@ -93,7 +93,10 @@ async def test_unicode_and_surrogates_survive(store: Store) -> None:
     back = await store.session("ü-ß-😀").get_messages()
     assert [m.model_dump() for m in back] == [m.model_dump() for m in sent]
     await session.set_metadata({"title": texts[0], "raw\udc80": texts[4]})
-    assert await store.session("ü-ß-😀").get_metadata() == {"title": texts[0], "raw\udc80": texts[4]}
+    assert await store.session("ü-ß-😀").get_metadata() == {
+        "title": texts[0],
+        "raw\udc80": texts[4],
+    }
 
 
 async def test_a_batch_is_stored_whole_or_not_at_all(store: Store) -> None:
@@ -131,7 +134,9 @@ async def test_a_call_is_never_stored_without_its_result(store: Store) -> None:
 async def test_a_limit_never_starts_with_an_orphaned_result(store: Store) -> None:
     session = store.session()
     await session.add_messages([say("user", "u"), call("c1"), result("c1"), say("assistant", "a")])
-    await session.add_messages([call("c2", "c3"), result("c2"), result("c3"), say("assistant", "b")])
+    await session.add_messages(
+        [call("c2", "c3"), result("c2"), result("c3"), say("assistant", "b")]
+    )
     history = await session.get_messages()
     assert len(history) == 8
     for limit in range(10):
@@ -174,7 +179,9 @@ async def test_pop_reopens_calls_made_many_messages_earlier(store: Store) -> Non
     session = store.session()
     # A step may put other messages between a call and its result (one batch).
     filler = [say("assistant", f"thinking {i}") for i in range(40)]
-    await session.add_messages([call("far", name="build"), *filler, call("near"), result("near", "far")])
+    await session.add_messages(
+        [call("far", name="build"), *filler, call("near"), result("near", "far")]
+    )
     await session.pop_message()
     with pytest.raises(IncompleteStepError) as raised:
         await session.add_messages([say("user", "x")])
@@ -237,9 +244,13 @@ async def test_concurrent_writers_keep_whole_batches_in_order(store: Store) -> N
         writer = writers[w]
         for n in range(batches_per_task):
             tag = f"w{w}-t{task}-{n}"
-            await writer.add_messages([say("user", tag), call(tag), result(tag), say("assistant", tag)])
+            await writer.add_messages(
+                [say("user", tag), call(tag), result(tag), say("assistant", tag)]
+            )
 
-    await asyncio.gather(*(write(w, t) for w in range(len(writers)) for t in range(tasks_per_writer)))
+    await asyncio.gather(
+        *(write(w, t) for w in range(len(writers)) for t in range(tasks_per_writer))
+    )
     history = await store.session().get_messages()
     assert len(history) == len(writers) * tasks_per_writer * batches_per_task * 4
     seen: dict[str, list[int]] = {}

@@ -11,10 +11,10 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from tests.sessions.conftest import Store, call, dump, result, say
 
 from loopkit.abstractions.content import ChatMessage
 from loopkit.sessions import Session
-from tests.sessions.conftest import Store, call, dump, result, say
 
 LIMIT = 20
 
@@ -109,7 +109,9 @@ async def postgres_rows_read(session: Session) -> list[tuple[str, int]]:
     return list(plan_rows(plan))
 
 
-async def test_a_limit_reads_the_last_rows_only(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_a_limit_reads_the_last_rows_only(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
     big, small = history(10_000), history(4 * LIMIT)
     work = SQLiteWork(monkeypatch) if store.kind in ("sqlite", "sqlalchemy-sqlite") else None
     await store.session("big").add_messages(big)

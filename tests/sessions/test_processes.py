@@ -3,6 +3,7 @@ several processes (every persistent store: the ``persistent_store`` fixture)."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import signal
@@ -13,9 +14,10 @@ import weakref
 from pathlib import Path
 from typing import Any
 
+from tests.sessions.conftest import Store, call, child_env, dump, result, say
+
 from loopkit.abstractions.content import ChatMessage
 from loopkit.sessions import IncompleteStepError
-from tests.sessions.conftest import Store, call, child_env, dump, result, say
 
 CHILD = Path(__file__).with_name("session_child.py")
 
@@ -48,7 +50,7 @@ def step(tag: str, size: int = 0) -> list[ChatMessage]:
 
 
 async def test_a_session_outlives_the_process_that_wrote_it(persistent_store: Store) -> None:
-    first = step("one") + [call("open", name="build"), result("open")]
+    first = [*step("one"), call("open", name="build"), result("open")]
     results = run_child(
         {
             "open": persistent_store.open_source("s"),
@@ -137,5 +139,5 @@ async def test_writers_in_several_processes_keep_whole_batches(
         order.setdefault(writer, []).append(int(n))
         sequence.append(writer)
     assert order == {f"p{w}": list(range(batches)) for w in range(writers)}
-    switches = sum(a != b for a, b in zip(sequence, sequence[1:], strict=False))
+    switches = sum(a != b for a, b in itertools.pairwise(sequence))
     assert switches > writers, f"the writers never overlapped: {sequence}"

@@ -9,10 +9,10 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from loopkit.sessions import SessionStoreError
 from tests.installed import import_or_unavailable
 from tests.sessions.conftest import child_env, say
+
+from loopkit.sessions import SessionStoreError
 
 sa = import_or_unavailable("sqlalchemy", install="loopkit[sql]")
 from loopkit.sessions import SQLAlchemySession  # noqa: E402 - after the extra's check
@@ -69,8 +69,14 @@ def test_bad_urls_are_clear_errors(url: str, expected: str) -> None:
 
 
 def test_a_missing_driver_names_the_extra() -> None:
-    candidates = {"mssql+pymssql": "pymssql", "mysql+pymysql": "pymysql", "oracle+oracledb": "oracledb"}
-    missing = [url for url, module in candidates.items() if importlib.util.find_spec(module) is None]
+    candidates = {
+        "mssql+pymssql": "pymssql",
+        "mysql+pymysql": "pymysql",
+        "oracle+oracledb": "oracledb",
+    }
+    missing = [
+        url for url, module in candidates.items() if importlib.util.find_spec(module) is None
+    ]
     assert missing, "every candidate driver is installed; pick another for this test"
     with pytest.raises(SessionStoreError, match="driver is not installed") as raised:
         SQLAlchemySession(f"{missing[0]}://u:hunter2@host/db", "s")
@@ -81,7 +87,9 @@ async def test_an_unreachable_database_is_named_without_its_password(tmp_path: P
     url = f"postgresql+psycopg://app:hunter2@/db?host={tmp_path}/no-server&port=5999"
     session = SQLAlchemySession(url, "s")
     assert "hunter2" not in repr(session) and "***" in repr(session)
-    with pytest.raises(SessionStoreError, match=r"session store postgresql\+psycopg://app:\*\*\*@") as raised:
+    with pytest.raises(
+        SessionStoreError, match=r"session store postgresql\+psycopg://app:\*\*\*@"
+    ) as raised:
         await session.get_messages()
     assert "hunter2" not in str(raised.value)
     assert str(tmp_path) in str(raised.value)  # the server it could not reach
@@ -103,7 +111,7 @@ async def test_tables_managed_elsewhere(tmp_path: Path) -> None:
 
     url = f"sqlite:///{tmp_path / 'app.db'}"
     session = SQLAlchemySession(url, "s", create_tables=False)
-    with pytest.raises(SessionStoreError, match="no such table.*create_tables=False"):
+    with pytest.raises(SessionStoreError, match=r"no such table.*create_tables=False"):
         await session.add_messages([say("user", "x")])
     session_tables.create_all(session.engine)  # what a migration would do
     await session.add_messages([say("user", "x")])

@@ -11,10 +11,10 @@ import threading
 from pathlib import Path
 
 import pytest
+from tests.sessions.conftest import call, dump, result, say
 
 from loopkit.sessions import IncompleteStepError, SessionStoreError, SQLiteSession
 from loopkit.sessions import sqlite as sqlite_module
-from tests.sessions.conftest import call, dump, result, say
 
 
 async def test_a_folder_is_refused_with_its_name(tmp_path: Path) -> None:
@@ -47,7 +47,9 @@ async def test_an_unwritable_file_is_a_clear_error(tmp_path: Path) -> None:
     await writer.add_messages([say("user", "kept")])
     await writer.close()
     if os.geteuid() == 0:  # root ignores file modes, not the immutable attribute
-        made = subprocess.run(["chattr", "+i", str(db)], capture_output=True, text=True)
+        made = await asyncio.to_thread(
+            subprocess.run, ["chattr", "+i", str(db)], capture_output=True, text=True
+        )
         if made.returncode != 0:
             pytest.skip(f"running as root and chattr +i is not permitted here: {made.stderr}")
         undo = ["chattr", "-i", str(db)]
@@ -61,7 +63,7 @@ async def test_an_unwritable_file_is_a_clear_error(tmp_path: Path) -> None:
         assert "writable" in str(raised.value)
         await session.close()
     finally:
-        subprocess.run(undo, check=True)
+        await asyncio.to_thread(subprocess.run, undo, check=True)
     async with SQLiteSession(db, "s") as session:
         assert [m.text for m in await session.get_messages()] == ["kept"]
 
@@ -134,7 +136,7 @@ async def test_a_corrupt_row_is_named(tmp_path: Path) -> None:
     async with SQLiteSession(db, "s") as session:
         await session.add_messages([say("user", "x")])
     conn = sqlite3.connect(db)
-    conn.execute("UPDATE loopkit_messages SET message = '{\"role\": \"nobody\"}'")
+    conn.execute('UPDATE loopkit_messages SET message = \'{"role": "nobody"}\'')
     conn.commit()
     conn.close()
     async with SQLiteSession(db, "s") as session:
@@ -159,8 +161,11 @@ async def test_sqlalchemy_session_reads_and_writes_the_same_file(tmp_path: Path)
     assert await lite.get_metadata() == {"by": "sqlite", "also": "sqlalchemy"}
     # Both writing at once, to one session, from one event loop.
     await asyncio.gather(
-        *(s.add_messages([say("user", f"{n}-{i}"), call(f"{n}-{i}"), result(f"{n}-{i}")])
-          for i in range(10) for n, s in (("lite", lite), ("alchemy", alchemy)))
+        *(
+            s.add_messages([say("user", f"{n}-{i}"), call(f"{n}-{i}"), result(f"{n}-{i}")])
+            for i in range(10)
+            for n, s in (("lite", lite), ("alchemy", alchemy))
+        )
     )
     history = await lite.get_messages()
     assert dump(history) == dump(await alchemy.get_messages())
@@ -185,4 +190,7 @@ async def test_bad_arguments_are_clear_errors(tmp_path: Path) -> None:
         SQLiteSession(tmp_path / "s.db", "a\x00b")
     with pytest.raises(ValueError, match="without NUL"):
         SQLiteSession(tmp_path / "s.db", "a\udc80")
-    assert repr(SQLiteSession(tmp_path / "s.db", "s")) == f"SQLiteSession({str(tmp_path / 's.db')!r}, 's')"
+    assert (
+        repr(SQLiteSession(tmp_path / "s.db", "s"))
+        == f"SQLiteSession({str(tmp_path / 's.db')!r}, 's')"
+    )

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import queue
 import threading
 from collections.abc import Callable
@@ -131,7 +132,6 @@ def _deliver(
         else:
             future.set_result(result)
 
-    try:
+    # RuntimeError: the caller's loop has closed, nobody is waiting any more.
+    with contextlib.suppress(RuntimeError):
         loop.call_soon_threadsafe(settle)
-    except RuntimeError:  # the caller's loop has closed: nobody is waiting any more
-        pass

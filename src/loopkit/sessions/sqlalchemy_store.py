@@ -96,7 +96,7 @@ _messages = sa.Table(
 )
 
 # Statements built once (SQLAlchemy caches their compiled form); values go in as parameters.
-_SID = sa.bindparam("sid")
+_SID: sa.BindParameter[str] = sa.bindparam("sid", type_=sa.String)
 _S, _M = _sessions.c, _messages.c
 _LOCK = sa.update(_sessions).where(_S.session_id == _SID).values(updated_at=sa.bindparam("now"))
 _NEW_SESSION = sa.insert(_sessions)
@@ -374,7 +374,8 @@ class SQLAlchemySession:
         cause = getattr(error, "orig", None) or error
         text = " ".join(str(cause).split()) or type(cause).__name__
         hint = ""
-        if not self._create_tables and isinstance(error, sa_exc.ProgrammingError | sa_exc.OperationalError):
+        missing_table = isinstance(error, sa_exc.ProgrammingError | sa_exc.OperationalError)
+        if missing_table and not self._create_tables:
             hint = " (create_tables=False: create the tables first, e.g. from session_tables)"
         return SessionStoreError(f"session store {self._where}: {text}{hint}")
 

@@ -30,7 +30,7 @@ import os
 import sqlite3
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
@@ -401,8 +401,7 @@ def _write_transaction(conn: sqlite3.Connection) -> Iterator[None]:
         conn.execute("COMMIT")
     except BaseException:
         if conn.in_transaction:
-            try:
+            # A failing ROLLBACK means a broken connection: the transaction dies with it.
+            with suppress(sqlite3.Error):
                 conn.execute("ROLLBACK")
-            except sqlite3.Error:  # the connection is broken; the transaction dies with it
-                pass
         raise
