@@ -123,19 +123,23 @@ async def test_an_idle_session_lets_its_thread_and_connection_go(
     memory = SQLiteSession(":memory:", "idle-memory")
     await session.add_messages([say("user", "one")])
     await memory.add_messages([say("user", "kept in memory")])
-    names = {"SQLiteSession idle", "SQLiteSession idle-memory"}
-    assert names <= {t.name for t in threading.enumerate()}
+    threads = {t.name for t in threading.enumerate()}
+    assert "SQLiteSession idle" in threads
+    assert "SQLiteSession idle-memory" not in threads  # in memory: calls run at once
     for _ in range(200):
-        if not names & {t.name for t in threading.enumerate()}:
+        if "SQLiteSession idle" not in {t.name for t in threading.enumerate()}:
             break
         await asyncio.sleep(0.02)
-    assert not names & {t.name for t in threading.enumerate()}, "the worker threads stayed"
-    # Both come back on the next call; the in-memory database kept its connection.
+    assert "SQLiteSession idle" not in {t.name for t in threading.enumerate()}, "thread stayed"
+    # The thread and the connection come back on the next call.
     await session.add_messages([say("user", "two")])
     assert [m.text for m in await session.get_messages()] == ["one", "two"]
+    await asyncio.sleep(0.2)
     assert [m.text for m in await memory.get_messages()] == ["kept in memory"]
     await session.close()
     await memory.close()
+    with pytest.raises(SessionStoreError, match="is closed"):
+        await memory.get_messages()
 
 
 async def test_a_corrupt_row_is_named(tmp_path: Path) -> None:

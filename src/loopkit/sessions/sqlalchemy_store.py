@@ -58,6 +58,7 @@ from loopkit.sessions._rows import (
     json_values,
     load_json,
     load_message,
+    load_messages,
     merged,
     open_after_pop,
 )
@@ -203,10 +204,10 @@ class SQLAlchemySession:
 
         def read(conn: Connection) -> list[ChatMessage]:
             if limit is None:
-                texts = conn.execute(_ALL, {"sid": sid}).scalars()
+                texts = conn.execute(_ALL, {"sid": sid}).scalars().all()
             else:
-                texts = conn.execute(_LAST, {"sid": sid, "n": limit}).scalars()
-            return trim_to_whole_steps([self._load(text) for text in texts])
+                texts = conn.execute(_LAST, {"sid": sid, "n": limit}).scalars().all()
+            return trim_to_whole_steps(load_messages(texts, f"{self}: a stored message"))
 
         return await self._run(read, write=False)
 
@@ -426,9 +427,12 @@ def _create_engine(url: str | URL) -> Engine:
 
 
 def _sqlite_wal(dbapi_connection: Any, _record: Any) -> None:
-    """WAL mode on a SQLite file, as SQLiteSession sets it (readers never wait for writers)."""
+    """A SQLite file set up as SQLiteSession sets it: WAL mode (readers never wait for the
+    writer), and ``synchronous=NORMAL`` (a commit survives a crash of the process without an
+    fsync; in WAL mode a power cut may lose the last commits, never corrupt the file)."""
     from loopkit.sessions.sqlite import enable_wal
 
+    dbapi_connection.execute("PRAGMA synchronous=NORMAL")
     enable_wal(dbapi_connection, 5.0)
 
 

@@ -21,6 +21,8 @@ The tables are the ones :class:`~loopkit.sessions.SQLAlchemySession` uses (see
 ``loopkit.sessions._rows``): a file written by one store reads with the other. Each session
 object holds one connection, used on one worker thread (calls run in order, off the event
 loop); the connection is closed after two idle seconds and by :meth:`SQLiteSession.close`.
+A ``":memory:"`` database (private to its object) never waits on a disk or a lock, so its
+calls run at once on the caller's thread.
 """
 
 from __future__ import annotations
@@ -46,10 +48,11 @@ from loopkit.sessions._rows import (
     json_values,
     load_json,
     load_message,
+    load_messages,
     merged,
     open_after_pop,
 )
-from loopkit.sessions._worker import BlockingWorker, WorkerClosedError
+from loopkit.sessions._worker import BlockingWorker, InlineRunner, WorkerClosedError
 from loopkit.sessions.protocol import check_complete, trim_to_whole_steps
 
 __all__ = ["SQLiteSession"]
@@ -134,11 +137,12 @@ class SQLiteSession:
         if not busy_timeout >= 0:
             raise ValueError(f"busy_timeout must be >= 0 seconds, got {busy_timeout!r}")
         self._db = _Database(_checked_path(path), busy_timeout, synchronous)
-        self._worker = BlockingWorker(
-            f"SQLiteSession {self._id}",
-            idle_timeout=IDLE_SECONDS,
-            # An in-memory database lives in its connection: keep it while this object lives.
-            on_idle=None if self._db.in_memory else self._db.disconnect,
+        name = f"SQLiteSession {self._id}"
+        # An in-memory database never waits (no disk, no other process): its calls run at once.
+        self._worker: BlockingWorker | InlineRunner = (
+            InlineRunner(name)
+            if self._db.in_memory
+            else BlockingWorker(name, idle_timeout=IDLE_SECONDS, on_idle=self._db.disconnect)
         )
 
     @property
@@ -176,7 +180,8 @@ class SQLiteSession:
                 rows = conn.execute(_ALL, (sid,)).fetchall()
             else:
                 rows = conn.execute(_LAST, (sid, limit)).fetchall()
-            return trim_to_whole_steps([self._load(text) for (text,) in rows])
+            messages = load_messages([text for (text,) in rows], f"{self}: a stored message")
+            return trim_to_whole_steps(messages)
 
         return await self._run(read)
 
