@@ -6,7 +6,8 @@ The same work for each: a fresh session; ``N`` messages appended one per call (`
 / ``add_items`` with one message, awaited in turn, as an agent appends a step at a time), then
 the whole history read back once (``get_messages()`` / ``get_items()``). Twice: with the
 database in memory (``:memory:``, the Agents SDK's default) and in a file (WAL mode for both:
-both stores set it). Messages are alternating user and assistant texts of 200 characters; the
+both stores set it; the Agents SDK keeps SQLite's default ``synchronous=FULL``, loopkit
+``NORMAL``, so the file table also shows loopkit with ``FULL``). Messages are alternating user and assistant texts of 200 characters; the
 Agents SDK stores them as its input items (``{"role": ..., "content": ...}``, dumped with
 ``json``), loopkit as ``ChatMessage`` models (pydantic JSON, validated again on the way out).
 
@@ -26,7 +27,7 @@ import tempfile
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 
@@ -42,13 +43,19 @@ def texts() -> list[tuple[str, str]]:
     return [("user" if i % 2 == 0 else "assistant", f"{i} {TEXT}") for i in range(MESSAGES)]
 
 
-async def run_loopkit_sqlite(path: Path | None, session_id: str) -> Timing:
+async def run_loopkit_sqlite(
+    path: Path | None, session_id: str, synchronous: Literal["NORMAL", "FULL"] = "NORMAL"
+) -> Timing:
     from loopkit import ChatMessage
     from loopkit.sessions import SQLiteSession
 
     messages = [ChatMessage.from_text(role, text) for role, text in texts()]
-    session = SQLiteSession(path or ":memory:", session_id)
+    session = SQLiteSession(path or ":memory:", session_id, synchronous=synchronous)
     return await _loopkit(session, messages)
+
+
+async def run_loopkit_sqlite_full(path: Path | None, session_id: str) -> Timing:
+    return await run_loopkit_sqlite(path, session_id, "FULL")
 
 
 async def run_loopkit_sqlalchemy(path: Path | None, session_id: str) -> Timing:
@@ -100,13 +107,18 @@ STORES: dict[str, Runner] = {
     "agents SDK SQLiteSession": run_agents_sdk,
     "loopkit SQLAlchemySession": run_loopkit_sqlalchemy,
 }
+# In a file, the Agents SDK keeps SQLite's default synchronous=FULL (an fsync per commit);
+# loopkit defaults to NORMAL (safe against a crash of the process, not a power cut). This row
+# is loopkit with the peer's durability.
+FILE_ONLY: dict[str, Runner] = {"loopkit SQLiteSession, FULL": run_loopkit_sqlite_full}
 
 
 async def _measure(in_file: bool) -> dict[str, list[Timing]]:
-    times: dict[str, list[Timing]] = {name: [] for name in STORES}
+    stores = {**STORES, **FILE_ONLY} if in_file else STORES
+    times: dict[str, list[Timing]] = {name: [] for name in stores}
     with tempfile.TemporaryDirectory(prefix="loopkit-session-bench-") as folder:
         for rep in range(REPEATS + 1):
-            for index, (name, run) in enumerate(STORES.items()):
+            for index, (name, run) in enumerate(stores.items()):
                 gc.collect()
                 # A fresh file per run (the history starts empty; WAL files do not pile up).
                 path = Path(folder) / f"r{rep}-{index}.db" if in_file else None
@@ -121,8 +133,10 @@ def _report(title: str, times: dict[str, list[Timing]]) -> dict[str, float]:
         return statistics.median(values) / MESSAGES * 1e6
 
     total = {name: per_message([a + r for a, r in t]) for name, t in times.items()}
-    print(f"\n{title}: {MESSAGES} messages appended one per call, then read back; "
-          f"median of {REPEATS} runs, µs per message")
+    print(
+        f"\n{title}: {MESSAGES} messages appended one per call, then read back; "
+        f"median of {REPEATS} runs, µs per message"
+    )
     print(f"  {'store':<27} {'append':>8} {'read':>7} {'total':>7} {'min':>7} {'max':>7}")
     for name, t in times.items():
         sums = [(a + r) / MESSAGES * 1e6 for a, r in t]
@@ -131,9 +145,13 @@ def _report(title: str, times: dict[str, list[Timing]]) -> dict[str, float]:
             f"{per_message([r for _, r in t]):7.1f} {total[name]:7.1f} "
             f"{min(sums):7.1f} {max(sums):7.1f}"
         )
-    ours, peer = total["loopkit SQLiteSession"], total["agents SDK SQLiteSession"]
-    print(f"  loopkit SQLiteSession / agents SDK SQLiteSession = {ours / peer:.3f} "
-          f"({peer / ours:.2f}x faster)")
+    peer = total["agents SDK SQLiteSession"]
+    for name in ("loopkit SQLiteSession", *FILE_ONLY):
+        if name in total:
+            print(
+                f"  {name} / agents SDK SQLiteSession = {total[name] / peer:.3f} "
+                f"({peer / total[name]:.2f}x faster)"
+            )
     return total
 
 

@@ -44,7 +44,7 @@ async def test_a_file_that_is_not_a_database_is_named_and_left_alone(tmp_path: P
 async def test_an_unwritable_place_is_a_clear_error() -> None:
     # /proc takes no new files, not even from root.
     session = SQLiteSession("/proc/self/sessions.db", "s")
-    with pytest.raises(SessionStoreError, match="cannot write /proc/self/sessions.db") as raised:
+    with pytest.raises(SessionStoreError, match=r"cannot write /proc/self/sessions\.db") as raised:
         await session.add_messages([say("user", "x")])
     assert "writable" in str(raised.value)
     await session.close()
