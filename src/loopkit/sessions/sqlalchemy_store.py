@@ -99,9 +99,20 @@ _messages = sa.Table(
 # Statements built once (SQLAlchemy caches their compiled form); values go in as parameters.
 _SID: sa.BindParameter[str] = sa.bindparam("sid", type_=sa.String)
 _S, _M = _sessions.c, _messages.c
-_LOCK = sa.update(_sessions).where(_S.session_id == _SID).values(updated_at=sa.bindparam("now"))
+# Every write starts here; an append also reserves its numbers (rolled back with a refused batch).
+_LOCK = (
+    sa.update(_sessions)
+    .where(_S.session_id == _SID)
+    .values(
+        updated_at=sa.bindparam("now"),
+        message_count=_S.message_count + sa.bindparam("grow", type_=sa.Integer),
+    )
+)
 _NEW_SESSION = sa.insert(_sessions)
 _STATE = sa.select(_S.message_count, _S.open_calls).where(_S.session_id == _SID)
+_SET_OPEN_CALLS = (
+    sa.update(_sessions).where(_S.session_id == _SID).values(open_calls=sa.bindparam("calls"))
+)
 _SET_STATE = (
     sa.update(_sessions)
     .where(_S.session_id == _SID)
@@ -224,17 +235,22 @@ class SQLAlchemySession:
         def write(conn: Connection) -> None:
             now = time.time()
             texts = [dump_message(m) for m in batch]
-            self._lock(conn, now, create=True)
-            count, open_calls = self._state(conn)
+            grow = len(batch)
+            if self._lock(conn, now, create=True, grow=grow):
+                count, open_calls = self._state(conn)
+            else:
+                count, open_calls = grow, {}
             check_complete(batch, open_calls)
             flags = complete_flags(batch, open_calls)
+            first = count - grow
             rows = [
-                {"session_id": sid, "seq": count + i, "message": text, "complete": flag}
+                {"session_id": sid, "seq": first + i, "message": text, "complete": flag}
                 | {"created_at": now}
                 for i, (text, flag) in enumerate(zip(texts, flags, strict=True))
             ]
             conn.execute(_INSERT, rows)
-            conn.execute(_SET_STATE, {"sid": sid, "count": count + len(batch), "calls": "{}"})
+            if open_calls:
+                conn.execute(_SET_OPEN_CALLS, {"sid": sid, "calls": "{}"})
 
         await self._run(write, write=True)
 
@@ -326,11 +342,12 @@ class SQLAlchemySession:
             session_tables.create_all(self._engine, checkfirst=True)
         _TABLES_READY.add(self._engine)
 
-    def _lock(self, conn: Connection, now: float, *, create: bool) -> bool:
-        """Lock the session's row for this transaction (created when ``create``); False when
-        there is no row. The first statement of every write is this ``UPDATE``, so SQLite
-        takes its write lock before reading and PostgreSQL makes other writers wait here."""
-        if conn.execute(_LOCK, {"sid": self._id, "now": now}).rowcount:
+    def _lock(self, conn: Connection, now: float, *, create: bool, grow: int = 0) -> bool:
+        """Lock the session's row for this transaction, adding ``grow`` to its message count
+        (the row is created when ``create``); False when there was no row. The first statement
+        of every write is this ``UPDATE``, so SQLite takes its write lock before reading and
+        PostgreSQL makes other writers to the session wait here."""
+        if conn.execute(_LOCK, {"sid": self._id, "now": now, "grow": grow}).rowcount:
             return True
         if create:
             conn.execute(
@@ -338,7 +355,7 @@ class SQLAlchemySession:
                 {
                     "session_id": self._id,
                     "metadata": "{}",
-                    "message_count": 0,
+                    "message_count": grow,
                     "open_calls": "{}",
                     "created_at": now,
                     "updated_at": now,
