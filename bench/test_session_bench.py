@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import os
 import statistics
 import tempfile
 import time
@@ -120,6 +121,8 @@ async def _measure(in_file: bool) -> dict[str, list[Timing]]:
         for rep in range(REPEATS + 1):
             for index, (name, run) in enumerate(stores.items()):
                 gc.collect()
+                if in_file:  # the previous runs' unsynced writes must not land on this one's fsyncs
+                    os.sync()
                 # A fresh file per run (the history starts empty; WAL files do not pile up).
                 path = Path(folder) / f"r{rep}-{index}.db" if in_file else None
                 timing = await run(path, f"bench-{rep}")
