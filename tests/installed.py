@@ -28,7 +28,9 @@ def required() -> bool:
 def unavailable(reason: str) -> NoReturn:
     """Fail (complete install promised) or skip (quick run) because ``reason``."""
     if required():
-        pytest.fail(f"{REQUIRE_ENV} is set but {reason}; run scripts/setup.sh --tests", pytrace=False)
+        pytest.fail(
+            f"{REQUIRE_ENV} is set but {reason}; run scripts/setup.sh --tests", pytrace=False
+        )
     pytest.skip(reason)
 
 

@@ -16,8 +16,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.installed import import_or_unavailable
-from tests.sessions.postgres import private_cluster
 
 from loopkit.abstractions.content import (
     ChatMessage,
@@ -26,6 +24,8 @@ from loopkit.abstractions.content import (
     FunctionResultContent,
 )
 from loopkit.sessions import InMemorySession, Session, SQLiteSession
+from tests.installed import import_or_unavailable
+from tests.sessions.postgres import private_cluster
 
 PERSISTENT = ["sqlite", "sqlalchemy-sqlite", "sqlalchemy-postgresql"]
 STORES = ["memory", *PERSISTENT]

@@ -8,7 +8,6 @@ from __future__ import annotations
 import random
 
 import pytest
-from tests.sessions.conftest import Store, dump, say
 
 from loopkit.abstractions.content import (
     ChatMessage,
@@ -18,6 +17,7 @@ from loopkit.abstractions.content import (
     TextContent,
 )
 from loopkit.sessions import InMemorySession, open_calls_of
+from tests.sessions.conftest import Store, dump, say
 
 OPERATIONS = 150
 CALL_IDS = [f"c{i}" for i in range(5)]  # few ids, so ids are reused once answered

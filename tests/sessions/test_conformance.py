@@ -4,9 +4,9 @@ SQLAlchemy on SQLite, SQLAlchemy on PostgreSQL)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 
 import pytest
-from tests.sessions.conftest import Store, call, dump, result, say
 
 from loopkit.abstractions.content import (
     ChatMessage,
@@ -17,6 +17,7 @@ from loopkit.abstractions.content import (
     TextContent,
 )
 from loopkit.sessions import IncompleteStepError, Session
+from tests.sessions.conftest import Store, call, dump, result, say
 
 
 def roles(messages: list[ChatMessage]) -> list[str]:
@@ -286,3 +287,22 @@ async def test_bad_session_ids_are_clear_errors(store: Store) -> None:
     for bad in ("", None, 42):
         with pytest.raises(ValueError, match="session_id"):
             store.opener(bad)  # type: ignore[arg-type]
+
+
+async def test_a_cancelled_append_stores_its_batch_whole_or_not_at_all(store: Store) -> None:
+    session = store.session()
+    batch = [m for i in range(300) for m in (say("user", f"u{i}"), call(f"c{i}"), result(f"c{i}"))]
+    for delay in (0, 1, 3):
+        task = asyncio.ensure_future(session.add_messages(batch))
+        for _ in range(delay):
+            await asyncio.sleep(0)
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+    stored = await store.session().get_messages()
+    assert len(stored) % len(batch) == 0  # whole batches only
+    assert all(
+        dump(stored[i : i + len(batch)]) == dump(batch) for i in range(0, len(stored), len(batch))
+    )
+    await session.add_messages([say("user", "still usable")])
+    assert (await session.get_messages(limit=1))[0].text == "still usable"

@@ -11,10 +11,10 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from tests.sessions.conftest import Store, call, dump, result, say
 
 from loopkit.abstractions.content import ChatMessage
 from loopkit.sessions import Session
+from tests.sessions.conftest import Store, call, dump, result, say
 
 LIMIT = 20
 

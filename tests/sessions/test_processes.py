@@ -14,10 +14,9 @@ import weakref
 from pathlib import Path
 from typing import Any
 
-from tests.sessions.conftest import Store, call, child_env, dump, result, say
-
 from loopkit.abstractions.content import ChatMessage
 from loopkit.sessions import IncompleteStepError
+from tests.sessions.conftest import Store, call, child_env, dump, result, say
 
 CHILD = Path(__file__).with_name("session_child.py")
 

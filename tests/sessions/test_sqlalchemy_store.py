@@ -9,10 +9,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from tests.installed import import_or_unavailable
-from tests.sessions.conftest import child_env, say
 
 from loopkit.sessions import SessionStoreError
+from tests.installed import import_or_unavailable
+from tests.sessions.conftest import child_env, say
 
 sa = import_or_unavailable("sqlalchemy", install="loopkit[sql]")
 from loopkit.sessions import SQLAlchemySession  # noqa: E402 - after the extra's check

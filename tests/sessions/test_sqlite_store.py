@@ -11,10 +11,10 @@ import threading
 from pathlib import Path
 
 import pytest
-from tests.sessions.conftest import call, dump, result, say
 
 from loopkit.sessions import IncompleteStepError, SessionStoreError, SQLiteSession
 from loopkit.sessions import sqlite as sqlite_module
+from tests.sessions.conftest import call, dump, result, say
 
 
 async def test_a_folder_is_refused_with_its_name(tmp_path: Path) -> None:
