@@ -1,10 +1,20 @@
 #!/usr/bin/env bash
-# Installs everything loopkit, its tests and its demo need on Debian/Ubuntu, idempotently:
-# the Debian packages (headless desktop, AT-SPI, Qt's xcb libraries, build tools for PyGObject),
-# then a virtual environment in .venv with loopkit and its extras. Safe to run again: it only
-# installs what is missing.
+# Installs everything loopkit and its demo need on Debian/Ubuntu, idempotently: the Debian
+# packages (headless desktop, AT-SPI, Qt's xcb libraries, build tools for PyGObject), then a
+# virtual environment in .venv with loopkit and its extras. Safe to run again: it only installs
+# what is missing.
+#   scripts/setup.sh           what the demo needs
+#   scripts/setup.sh --tests   also what only the tests need (PostgreSQL, for SQLAlchemySession)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+TESTS=0
+for arg in "$@"; do
+  case "$arg" in
+    --tests) TESTS=1 ;;
+    *) echo "usage: scripts/setup.sh [--tests]" >&2; exit 2 ;;
+  esac
+done
 
 PYTHON=${PYTHON:-python3}
 VENV=${VENV:-.venv}
@@ -17,6 +27,9 @@ DEBIAN_PACKAGES=(
   libxcb-render-util0 libxcb-shape0 libxcb-xinerama0 libxcb-xkb1 libegl1 libgl1 libfontconfig1
   libdbus-1-3 fonts-dejavu-core rsyslog
 )
+# Only the tests: a real PostgreSQL server (the suite starts a private cluster in a temp folder).
+TEST_DEBIAN_PACKAGES=(postgresql)
+if ((TESTS)); then DEBIAN_PACKAGES+=("${TEST_DEBIAN_PACKAGES[@]}"); fi
 
 say() { printf '\033[1m[setup]\033[0m %s\n' "$*"; }
 

@@ -1,15 +1,17 @@
 """What the project's test command installs must be there when it runs.
 
 ``scripts/test.sh`` and ``nox -s tests`` set ``LOOPKIT_REQUIRE_DESKTOP=1`` on Linux after
-``scripts/setup.sh`` installed everything (the headless desktop, rsyslog, PyGObject, the dev
-extra). Under it a missing piece fails the tests that need it; without it (a quick run on a
-machine that lacks the desktop) those tests are skipped and say why.
+``scripts/setup.sh --tests`` installed everything (the headless desktop, rsyslog, PyGObject,
+PostgreSQL, the dev extra). Under it a missing piece fails the tests that need it; without it
+(a quick run on a machine that lacks the desktop) those tests are skipped and say why.
 """
 
 from __future__ import annotations
 
 import importlib
 import os
+import shutil
+from pathlib import Path
 from types import ModuleType
 from typing import NoReturn
 
@@ -26,7 +28,9 @@ def required() -> bool:
 def unavailable(reason: str) -> NoReturn:
     """Fail (complete install promised) or skip (quick run) because ``reason``."""
     if required():
-        pytest.fail(f"{REQUIRE_ENV} is set but {reason}; run scripts/setup.sh", pytrace=False)
+        pytest.fail(
+            f"{REQUIRE_ENV} is set but {reason}; run scripts/setup.sh --tests", pytrace=False
+        )
     pytest.skip(reason)
 
 
@@ -36,3 +40,21 @@ def import_or_unavailable(name: str, *, install: str) -> ModuleType:
         return importlib.import_module(name)
     except ImportError as error:
         unavailable(f"{name} cannot be imported ({error}); it comes with {install}")
+
+
+def postgresql_bindir() -> Path:
+    """The folder of PostgreSQL's server programs (``initdb``, ``pg_ctl``): Debian's newest
+    ``/usr/lib/postgresql/N/bin``, else the ones on PATH; :func:`unavailable` when missing."""
+    debian = sorted(
+        Path("/usr/lib/postgresql").glob("*/bin/initdb"),
+        key=lambda p: int(p.parent.parent.name) if p.parent.parent.name.isdigit() else 0,
+    )
+    if debian:
+        return debian[-1].parent
+    initdb, pg_ctl = shutil.which("initdb"), shutil.which("pg_ctl")
+    if initdb and pg_ctl and Path(initdb).parent == Path(pg_ctl).parent:
+        return Path(initdb).parent
+    unavailable(
+        "PostgreSQL's server programs (initdb, pg_ctl) are not installed; they come with "
+        "the Debian package postgresql (scripts/setup.sh --tests installs it)"
+    )

@@ -55,7 +55,14 @@ class FunctionResultContent(_Content):
 
 
 class DataContent(_Content):
-    """Binary data (an image, a file) given inline as bytes or by URI."""
+    """Binary data (an image, a file) given inline as bytes or by URI. In JSON the bytes are
+    base64 (so is ``data`` given as a ``str``)."""
+
+    # Inline bytes are base64 in JSON (an image is not UTF-8), so a message holding one
+    # serialises and reads back (a stored session, the run log, telemetry).
+    model_config = ConfigDict(
+        frozen=False, extra="forbid", ser_json_bytes="base64", val_json_bytes="base64"
+    )
 
     type: Literal["data"] = "data"
     media_type: str
