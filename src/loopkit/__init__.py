@@ -50,6 +50,7 @@ __all__ = [
     "FunctionResultContent",
     "FunctionTool",
     "InMemorySession",
+    "IncompleteStepError",
     "LiteLLMChatClient",
     "LoopkitError",
     "MCPClient",
@@ -74,10 +75,13 @@ __all__ = [
     "RunLogChatClient",
     "RunResult",
     "RunnerConfig",
+    "SQLAlchemySession",
+    "SQLiteSession",
     "Script",
     "ScriptDivergedError",
     "ScriptedChatClient",
     "Session",
+    "SessionStoreError",
     "TextContent",
     "TextDelta",
     "TokenBudgetChatClient",
@@ -194,6 +198,10 @@ _EXPORTS: dict[str, str] = {
     "ToolResultReceived": "loopkit.agents.events",
     "RoundFinished": "loopkit.agents.events",
     "FinalResult": "loopkit.agents.events",
+    "SQLiteSession": "loopkit.sessions",
+    "SQLAlchemySession": "loopkit.sessions",
+    "SessionStoreError": "loopkit.sessions",
+    "IncompleteStepError": "loopkit.sessions",
 }
 
 if TYPE_CHECKING:
@@ -268,6 +276,12 @@ if TYPE_CHECKING:
     from loopkit.result import RunResult, parse_result
     from loopkit.run_context import RunAware, RunContext, RunEvent, current_run, run_scope
     from loopkit.runner import CardRunner
+    from loopkit.sessions import (
+        IncompleteStepError,
+        SessionStoreError,
+        SQLAlchemySession,
+        SQLiteSession,
+    )
     from loopkit.sessions.memory import InMemorySession
     from loopkit.sessions.protocol import Session
 else:
