@@ -398,7 +398,7 @@ def report(rounds: int, repeats: int, times: dict[Way, list[float]]) -> dict[Way
             if way.framework != "loopkit" and way.kind == kind and kind in loopkit:
                 print(
                     f"  loopkit / {way.framework} {way.label}: "
-                    f"{loopkit[kind] / per_round[way]:.3f} "
+                    f"{loopkit[kind] / per_round[way]:.3g} "
                     f"({per_round[way] / loopkit[kind]:.1f}x faster)"
                 )
     return per_round
