@@ -1,7 +1,7 @@
 """Mistakes ``mypy --strict`` must report: each line marked ``# E: <code>`` must give exactly that
 error, and no other line may give one (tests/typing/test_mypy_strict.py). Never run."""
 
-# ruff: noqa: F401, I001, B018  (deliberate mistakes, one a line)
+# ruff: noqa: F401, F841, I001, B018  (deliberate mistakes, one a line)
 
 from __future__ import annotations
 
