@@ -41,7 +41,7 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 from test_loop_overhead import (  # the peer harness (bench/ is on sys.path under pytest)
@@ -95,6 +95,15 @@ class Bench:
 
 
 Runner = Callable[[int, Bench], Awaitable[Outcome]]
+T = TypeVar("T")
+
+
+async def clocked(work: Callable[[], Awaitable[T]]) -> tuple[float, T]:
+    """Seconds ``work()`` took, counted from the call (what a framework does before it returns
+    its awaitable counts too), and its value."""
+    start = time.perf_counter()
+    value = await work()
+    return time.perf_counter() - start, value
 
 
 # --- loopkit ----------------------------------------------------------------------------------
@@ -120,9 +129,7 @@ async def loopkit_raw_loop(rounds: int, bench: Bench) -> Outcome:
     loop = FunctionInvokingChatClient(model, FunctionInvocationOptions(max_rounds=rounds + 10))
     options = ChatOptions(tools=[FunctionTool(make_tool(TOOL, sync=False))])
     messages = [ChatMessage.from_text(ChatRole.USER, PROMPT)]
-    start = time.perf_counter()
-    response = await loop.get_response(messages, options)
-    elapsed = time.perf_counter() - start
+    elapsed, response = await clocked(lambda: loop.get_response(messages, options))
     return Outcome(elapsed, _loopkit_results(response.messages), model.calls, response.text)
 
 
@@ -136,9 +143,7 @@ def _loopkit_agent(rounds: int) -> tuple[Any, Any]:
 
 async def loopkit_run(rounds: int, bench: Bench) -> Outcome:
     model, agent = _loopkit_agent(rounds)
-    start = time.perf_counter()
-    result = await agent.run(PROMPT)
-    elapsed = time.perf_counter() - start
+    elapsed, result = await clocked(lambda: agent.run(PROMPT))
     return Outcome(elapsed, _loopkit_results(result.new_messages), model.calls, result.output)
 
 
@@ -146,21 +151,22 @@ async def loopkit_run_stream(rounds: int, bench: Bench) -> Outcome:
     from loopkit import FinalResult
 
     model, agent = _loopkit_agent(rounds)
-    result = None
-    start = time.perf_counter()
-    async for event in agent.run_stream(PROMPT):
-        if isinstance(event, FinalResult):
-            result = event.result
-    elapsed = time.perf_counter() - start
-    assert result is not None, "no FinalResult event"
+
+    async def consume() -> Any:
+        final = None
+        async for event in agent.run_stream(PROMPT):
+            if isinstance(event, FinalResult):
+                final = event.result
+        assert final is not None, "no FinalResult event"
+        return final
+
+    elapsed, result = await clocked(consume)
     return Outcome(elapsed, _loopkit_results(result.new_messages), model.calls, result.output)
 
 
 async def _loopkit_with(session: Any, rounds: int) -> Outcome:
     model, agent = _loopkit_agent(rounds)
-    start = time.perf_counter()
-    result = await agent.run(PROMPT, session=session)
-    elapsed = time.perf_counter() - start
+    elapsed, result = await clocked(lambda: agent.run(PROMPT, session=session))
     stored = await session.get_messages()
     assert stored == result.new_messages, "the session does not hold what the run added"
     return Outcome(
@@ -206,9 +212,7 @@ def _pydantic_ai_agent(rounds: int) -> tuple[PydanticAIScript, Any, dict[str, An
 
 async def pydantic_ai_run(rounds: int, bench: Bench) -> Outcome:
     model, agent, limits = _pydantic_ai_agent(rounds)
-    start = time.perf_counter()
-    result = await agent.run(PROMPT, **limits)
-    elapsed = time.perf_counter() - start
+    elapsed, result = await clocked(lambda: agent.run(PROMPT, **limits))
     return Outcome(
         elapsed, pydantic_ai_results(result.all_messages()), model.requests, str(result.output)
     )
@@ -218,14 +222,17 @@ async def pydantic_ai_run_stream(rounds: int, bench: Bench) -> Outcome:
     from pydantic_ai import AgentRunResultEvent
 
     model, agent, limits = _pydantic_ai_agent(rounds)
-    result = None
-    start = time.perf_counter()
-    async with agent.run_stream_events(PROMPT, **limits) as events:
-        async for event in events:
-            if isinstance(event, AgentRunResultEvent):
-                result = event.result
-    elapsed = time.perf_counter() - start
-    assert result is not None, "no AgentRunResultEvent"
+
+    async def consume() -> Any:
+        final = None
+        async with agent.run_stream_events(PROMPT, **limits) as events:
+            async for event in events:
+                if isinstance(event, AgentRunResultEvent):
+                    final = event.result
+        assert final is not None, "no AgentRunResultEvent"
+        return final
+
+    elapsed, result = await clocked(consume)
     return Outcome(
         elapsed, pydantic_ai_results(result.all_messages()), model.requests, str(result.output)
     )
@@ -238,13 +245,15 @@ async def pydantic_ai_conversation_store(rounds: int, bench: Bench) -> Outcome:
     model, agent, limits = _pydantic_ai_agent(rounds)
     store = InMemoryConversationStore()
     conversation_id = bench.session_id()
-    start = time.perf_counter()
-    conversation = await store.load(conversation_id) or Conversation(
-        conversation_id=conversation_id
-    )
-    result = await agent.run(PROMPT, conversation=conversation, **limits)
-    await store.save(result)
-    elapsed = time.perf_counter() - start
+
+    async def run_and_save() -> Any:
+        loaded = await store.load(conversation_id)
+        conversation = loaded or Conversation(conversation_id=conversation_id)
+        done = await agent.run(PROMPT, conversation=conversation, **limits)
+        await store.save(done)
+        return done
+
+    elapsed, result = await clocked(run_and_save)
     loaded = await store.load(conversation_id)
     assert loaded is not None
     return Outcome(
@@ -273,29 +282,27 @@ def _af_agent(rounds: int) -> tuple[Any, Any]:
 
 async def af_run(rounds: int, bench: Bench) -> Outcome:
     client, agent = _af_agent(rounds)
-    start = time.perf_counter()
-    response = await agent.run(PROMPT)
-    elapsed = time.perf_counter() - start
+    elapsed, response = await clocked(lambda: agent.run(PROMPT))
     return Outcome(elapsed, af_results(response.messages), client.requests, response.text)
 
 
 async def af_run_stream(rounds: int, bench: Bench) -> Outcome:
     client, agent = _af_agent(rounds)
-    start = time.perf_counter()
-    stream = agent.run(PROMPT, stream=True)
-    async for _update in stream:
-        pass
-    response = await stream.get_final_response()
-    elapsed = time.perf_counter() - start
+
+    async def consume() -> Any:
+        stream = agent.run(PROMPT, stream=True)
+        async for _update in stream:
+            pass
+        return await stream.get_final_response()
+
+    elapsed, response = await clocked(consume)
     return Outcome(elapsed, af_results(response.messages), client.requests, response.text)
 
 
 async def af_session(rounds: int, bench: Bench) -> Outcome:
     client, agent = _af_agent(rounds)
-    start = time.perf_counter()
     session = agent.create_session(session_id=bench.session_id())
-    response = await agent.run(PROMPT, session=session)
-    elapsed = time.perf_counter() - start
+    elapsed, response = await clocked(lambda: agent.run(PROMPT, session=session))
     stored = [m for provider in session.state.values() for m in provider.get("messages", [])]
     return Outcome(
         elapsed,
