@@ -24,7 +24,7 @@ import asyncio
 import gc
 import statistics
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any
 
 import pytest
@@ -67,30 +67,27 @@ def _make_sync(name: str) -> Callable[[int], str]:
     return fn
 
 
+def make_tool(name: str, sync: bool) -> Callable[..., Any]:
+    """A tool function ``name(x: int) -> "name:x"``, sync or async."""
+    return _make_sync(name) if sync else _make_async(name)
+
+
 def tool_functions(sync: bool) -> list[Callable[..., Any]]:
-    make = _make_sync if sync else _make_async
-    return [make(f"tool_{k:02d}") for k in range(TOOLS)]
+    return [make_tool(f"tool_{k:02d}", sync) for k in range(TOOLS)]
 
 
-# --- loopkit ----------------------------------------------------------------------------------
+# --- the peer harness: each framework's instant scripted model -------------------------------
+# Shared with bench/test_agent_overhead.py. A script is a list of rounds, each a list of
+# (call id, tool name, arguments); after the last round the model answers ``final_text``. Every
+# reply is built before the clock starts; each model counts the requests it answered.
+
+Call = tuple[str, str, dict[str, int]]
 
 
-async def run_loopkit(sync: bool) -> tuple[float, list[str], int, str]:
-    from loopkit import (
-        ChatClientBuilder,
-        ChatMessage,
-        ChatOptions,
-        ChatResponse,
-        ChatRole,
-        FunctionCallContent,
-        FunctionChatClient,
-        FunctionResultContent,
-        FunctionTool,
-        Tool,
-    )
+def loopkit_replies(rounds: Sequence[Sequence[Call]], final_text: str) -> list[Any]:
+    """loopkit replies (``ChatResponse``) of the script (for a ``FunctionChatClient``)."""
+    from loopkit import ChatMessage, ChatResponse, ChatRole, FunctionCallContent
 
-    # Defaults everywhere: sync tools run in a worker thread, as they would for a user.
-    tools: list[Tool] = [FunctionTool(fn) for fn in tool_functions(sync)]
     replies = [
         ChatResponse(
             messages=[
@@ -104,88 +101,119 @@ async def run_loopkit(sync: bool) -> tuple[float, list[str], int, str]:
             ],
             finish_reason="tool_calls",
         )
-        for r in SCRIPT
+        for r in rounds
     ]
     replies.append(
         ChatResponse(
-            messages=[ChatMessage.from_text(ChatRole.ASSISTANT, FINAL_TEXT)], finish_reason="stop"
+            messages=[ChatMessage.from_text(ChatRole.ASSISTANT, final_text)], finish_reason="stop"
         )
     )
-    it = iter(replies)
+    return replies
 
-    def reply(messages: Sequence[ChatMessage], options: ChatOptions | None) -> ChatResponse:
+
+def loopkit_model(rounds: Sequence[Sequence[Call]], final_text: str) -> Any:
+    """A loopkit ``FunctionChatClient`` playing the script (``.calls`` counts requests)."""
+    from loopkit import ChatMessage, ChatOptions, FunctionChatClient
+
+    it = iter(loopkit_replies(rounds, final_text))
+
+    def reply(messages: Sequence[ChatMessage], options: ChatOptions | None) -> Any:
         return next(it)
 
-    model = FunctionChatClient(reply)
-    client = ChatClientBuilder(model).use_function_invocation(max_rounds=100).build()
-    options = ChatOptions(tools=tools)
-    start = time.perf_counter()
-    response = await client.get_response([ChatMessage.from_text(ChatRole.USER, PROMPT)], options)
-    elapsed = time.perf_counter() - start
-    results = [
-        c.result
-        for m in response.messages
-        for c in m.contents
-        if isinstance(c, FunctionResultContent) and not c.error
-    ]
-    return elapsed, results, model.calls, response.text
+    return FunctionChatClient(reply)
 
 
-# --- pydantic-ai ------------------------------------------------------------------------------
+class PydanticAIScript:
+    """A pydantic-ai ``FunctionModel`` playing the script, plain or streamed (one chunk a
+    reply: the calls as ``DeltaToolCall`` objects, or the text)."""
 
+    def __init__(self, rounds: Sequence[Sequence[Call]], final_text: str) -> None:
+        import json
 
-async def run_pydantic_ai(sync: bool) -> tuple[float, list[str], int, str]:
-    from pydantic_ai import Agent, Tool
-    from pydantic_ai.messages import (
-        ModelMessage,
-        ModelResponse,
-        TextPart,
-        ToolCallPart,
-        ToolReturnPart,
-    )
-    from pydantic_ai.models.function import AgentInfo, FunctionModel
-    from pydantic_ai.usage import UsageLimits
+        from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart
+        from pydantic_ai.models.function import DeltaToolCall
 
-    replies = [
-        ModelResponse(
-            parts=[
-                ToolCallPart(tool_name=name, args=args, tool_call_id=cid) for cid, name, args in r
+        self.requests = 0
+        self._replies = iter(
+            [
+                *(
+                    ModelResponse(
+                        parts=[
+                            ToolCallPart(tool_name=name, args=args, tool_call_id=cid)
+                            for cid, name, args in r
+                        ]
+                    )
+                    for r in rounds
+                ),
+                ModelResponse(parts=[TextPart(content=final_text)]),
             ]
         )
-        for r in SCRIPT
-    ]
-    replies.append(ModelResponse(parts=[TextPart(content=FINAL_TEXT)]))
-    it = iter(replies)
-    requests = 0
+        chunks: list[Any] = [
+            {
+                j: DeltaToolCall(name=name, json_args=json.dumps(args), tool_call_id=cid)
+                for j, (cid, name, args) in enumerate(r)
+            }
+            for r in rounds
+        ]
+        self._chunks = iter([*chunks, final_text])
 
-    def reply(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        nonlocal requests
-        requests += 1
-        return next(it)
+    def reply(self, messages: Any, info: Any) -> Any:
+        self.requests += 1
+        return next(self._replies)
 
-    agent = Agent(
-        FunctionModel(reply),
-        tools=[Tool(fn, takes_ctx=False) for fn in tool_functions(sync)],
-    )
-    start = time.perf_counter()
-    result = await agent.run(
-        PROMPT, usage_limits=UsageLimits(request_limit=ROUNDS + 10, tool_calls_limit=None)
-    )
-    elapsed = time.perf_counter() - start
-    results = [
+    async def stream(self, messages: Any, info: Any) -> AsyncIterator[Any]:
+        self.requests += 1
+        yield next(self._chunks)
+
+    def model(self) -> Any:
+        from pydantic_ai.models.function import FunctionModel
+
+        return FunctionModel(self.reply, stream_function=self.stream)
+
+
+def pydantic_ai_results(messages: Sequence[Any]) -> list[str]:
+    """The tool results in a pydantic-ai message history, in order."""
+    from pydantic_ai.messages import ToolReturnPart
+
+    return [
         str(part.content)
-        for m in result.all_messages()
+        for m in messages
         for part in getattr(m, "parts", [])
         if isinstance(part, ToolReturnPart)
     ]
-    return elapsed, results, requests, str(result.output)
 
 
-# --- Microsoft Agent Framework ----------------------------------------------------------------
+def af_replies(rounds: Sequence[Sequence[Call]], final_text: str) -> list[Any]:
+    """Agent Framework replies (``ChatResponse``) of the script."""
+    from agent_framework import ChatResponse, Content, Message
+
+    replies = [
+        ChatResponse(
+            messages=[
+                Message(
+                    role="assistant",
+                    contents=[
+                        Content.from_function_call(cid, name, arguments=args)
+                        for cid, name, args in r
+                    ],
+                )
+            ],
+            finish_reason="tool_calls",
+        )
+        for r in rounds
+    ]
+    replies.append(
+        ChatResponse(
+            messages=[Message(role="assistant", contents=[Content.from_text(final_text)])],
+            finish_reason="stop",
+        )
+    )
+    return replies
 
 
-def _af_client_class(full_stack: bool) -> type:
-    """A chat client built the way the framework builds its provider clients, scripted inside.
+def af_client_class(full_stack: bool) -> type:
+    """A chat client built the way the framework builds its provider clients, scripted inside
+    (``replies=``: :func:`af_replies`; streamed, one update a reply).
 
     ``full_stack=False``: ``FunctionInvocationLayer`` over ``BaseChatClient`` (the loop alone).
     ``full_stack=True``: ``ChatMiddlewareLayer``, ``FunctionInvocationLayer``,
@@ -195,6 +223,7 @@ def _af_client_class(full_stack: bool) -> type:
     from agent_framework import (
         BaseChatClient,
         ChatMiddlewareLayer,
+        ChatResponseUpdate,
         FunctionInvocationLayer,
     )
     from agent_framework.observability import ChatTelemetryLayer
@@ -206,12 +235,25 @@ def _af_client_class(full_stack: bool) -> type:
             self._replies = iter(replies)
             self.requests = 0
 
-        async def _inner_get_response(
+        def _inner_get_response(
             self, *, messages: Sequence[Any], stream: bool, options: Any, **kwargs: Any
         ) -> Any:
-            assert not stream
             self.requests += 1
-            return next(self._replies)
+            response = next(self._replies)
+            if stream:
+
+                async def updates() -> AsyncIterator[Any]:
+                    for m in response.messages:
+                        yield ChatResponseUpdate(
+                            role=m.role, contents=m.contents, finish_reason=response.finish_reason
+                        )
+
+                return self._build_response_stream(updates())
+
+            async def answer() -> Any:
+                return response
+
+            return answer()
 
     if full_stack:
 
@@ -231,34 +273,73 @@ def _af_client_class(full_stack: bool) -> type:
     return ScriptedLoop
 
 
+def af_results(messages: Sequence[Any]) -> list[str]:
+    """The tool results in Agent Framework messages, in order."""
+    return [str(c.result) for m in messages for c in m.contents if c.type == "function_result"]
+
+
+# --- loopkit ----------------------------------------------------------------------------------
+
+
+async def run_loopkit(sync: bool) -> tuple[float, list[str], int, str]:
+    from loopkit import (
+        ChatClientBuilder,
+        ChatMessage,
+        ChatOptions,
+        ChatRole,
+        FunctionResultContent,
+        FunctionTool,
+        Tool,
+    )
+
+    # Defaults everywhere: sync tools run in a worker thread, as they would for a user.
+    tools: list[Tool] = [FunctionTool(fn) for fn in tool_functions(sync)]
+    model = loopkit_model(SCRIPT, FINAL_TEXT)
+    client = ChatClientBuilder(model).use_function_invocation(max_rounds=100).build()
+    options = ChatOptions(tools=tools)
+    start = time.perf_counter()
+    response = await client.get_response([ChatMessage.from_text(ChatRole.USER, PROMPT)], options)
+    elapsed = time.perf_counter() - start
+    results = [
+        c.result
+        for m in response.messages
+        for c in m.contents
+        if isinstance(c, FunctionResultContent) and not c.error
+    ]
+    return elapsed, results, model.calls, response.text
+
+
+# --- pydantic-ai ------------------------------------------------------------------------------
+
+
+async def run_pydantic_ai(sync: bool) -> tuple[float, list[str], int, str]:
+    from pydantic_ai import Agent, Tool
+    from pydantic_ai.usage import UsageLimits
+
+    script = PydanticAIScript(SCRIPT, FINAL_TEXT)
+    agent = Agent(
+        script.model(),
+        tools=[Tool(fn, takes_ctx=False) for fn in tool_functions(sync)],
+    )
+    start = time.perf_counter()
+    result = await agent.run(
+        PROMPT, usage_limits=UsageLimits(request_limit=ROUNDS + 10, tool_calls_limit=None)
+    )
+    elapsed = time.perf_counter() - start
+    return elapsed, pydantic_ai_results(result.all_messages()), script.requests, str(result.output)
+
+
+# --- Microsoft Agent Framework ----------------------------------------------------------------
+
+
 async def run_agent_framework(
     sync: bool, full_stack: bool = False
 ) -> tuple[float, list[str], int, str]:
-    from agent_framework import ChatResponse, Content, Message, tool
+    from agent_framework import Content, Message, tool
 
-    replies = [
-        ChatResponse(
-            messages=[
-                Message(
-                    role="assistant",
-                    contents=[
-                        Content.from_function_call(cid, name, arguments=args)
-                        for cid, name, args in r
-                    ],
-                )
-            ],
-            finish_reason="tool_calls",
-        )
-        for r in SCRIPT
-    ]
-    replies.append(
-        ChatResponse(
-            messages=[Message(role="assistant", contents=[Content.from_text(FINAL_TEXT)])],
-            finish_reason="stop",
-        )
-    )
-    client = _af_client_class(full_stack)(
-        replies=replies, function_invocation_configuration={"max_iterations": 100}
+    client = af_client_class(full_stack)(
+        replies=af_replies(SCRIPT, FINAL_TEXT),
+        function_invocation_configuration={"max_iterations": 100},
     )
     tools = [tool(fn) for fn in tool_functions(sync)]
     start = time.perf_counter()
@@ -266,10 +347,7 @@ async def run_agent_framework(
         [Message(role="user", contents=[Content.from_text(PROMPT)])], options={"tools": tools}
     )
     elapsed = time.perf_counter() - start
-    results = [
-        str(c.result) for m in response.messages for c in m.contents if c.type == "function_result"
-    ]
-    return elapsed, results, client.requests, response.text
+    return elapsed, af_results(response.messages), client.requests, response.text
 
 
 # --- the benchmark ----------------------------------------------------------------------------

@@ -13,10 +13,9 @@ from pathlib import Path
 from typing import Annotated
 
 from loopkit import (
+    Agent,
     ChatClient,
     ChatClientBuilder,
-    ChatMessage,
-    ChatOptions,
     LiteLLMChatClient,
     Script,
     ScriptedChatClient,
@@ -65,16 +64,16 @@ async def main(model_name: str | None) -> str:
         LiteLLMChatClient(model_name) if model_name else ScriptedChatClient(OFFLINE_MODEL)
     )
     log = Path(tempfile.gettempdir()) / "loopkit-quickstart.jsonl"
-    client = (
-        ChatClientBuilder(model).use_function_invocation(max_rounds=10).use_run_log(log).build()
+    agent = Agent(
+        ChatClientBuilder(model).use_run_log(log),
+        instructions="Answer in one sentence.",
+        tools=[get_weather, convert],
+        max_rounds=10,
     )
-    response = await client.get_response(
-        [ChatMessage.from_text("user", "Weather in Oslo, in Fahrenheit?")],
-        ChatOptions(tools=[get_weather, convert]),
-    )
-    print(response.text)
+    result = await agent.run("Weather in Oslo, in Fahrenheit?")
+    print(result.output)
     print(f"run log: {log}")
-    return response.text
+    return result.output
 
 
 if __name__ == "__main__":

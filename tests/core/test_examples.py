@@ -27,11 +27,13 @@ def test_readme_example_matches_the_runnable_one() -> None:
     example = (ROOT / "examples" / "library_quickstart.py").read_text(encoding="utf-8")
     block = re.search(r"```python\n(.*?)```", readme, re.DOTALL)
     assert block is not None
-    # the tools and the pipeline in the README are the ones the runnable example exercises
+    # the tools and the agent in the README are the ones the runnable example exercises
     for needle in (
         'def get_weather(city: Annotated[str, "city name"]) -> str:',
         "def convert(celsius: float) -> float:",
-        ".use_function_invocation(max_rounds=10)",
-        "ChatOptions(tools=[get_weather, convert])",
+        ".use_run_log(",
+        'instructions="Answer in one sentence."',
+        "tools=[get_weather, convert],",
+        "max_rounds=10,",
     ):
         assert needle in block.group(1) and needle in example, needle

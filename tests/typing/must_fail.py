@@ -1,15 +1,18 @@
 """Mistakes ``mypy --strict`` must report: each line marked ``# E: <code>`` must give exactly that
 error, and no other line may give one (tests/typing/test_mypy_strict.py). Never run."""
 
-# ruff: noqa: F401, I001, B018  (deliberate mistakes, one a line)
+# ruff: noqa: F401, F841, I001, B018  (deliberate mistakes, one a line)
 
 from __future__ import annotations
 
 import io
 
+from pydantic import BaseModel
+
 import loopkit
 from loopkit import ChatClientBuildr  # E: attr-defined
-from loopkit import ChatClientBuilder, FunctionChatClient, LiteLLMChatClient, tool
+from loopkit import Agent, ChatClientBuilder, FinalResult, FunctionChatClient, LiteLLMChatClient
+from loopkit import TextDelta, tool
 from loopkit.middleware import RunLogg  # E: attr-defined
 
 
@@ -40,3 +43,27 @@ LiteLLMChatClient("openai/gpt-5", temprature=0.2)  # E: call-arg
 LiteLLMChatClient("openai/gpt-5", timeout="slow")  # E: arg-type
 LiteLLMChatClient("openai/gpt-5", litellm_params=["reasoning_effort"])  # E: arg-type
 loopkit.ChatClientBuilderr  # E: attr-defined
+
+
+class Invoice(BaseModel):
+    total: float
+
+
+invoices = Agent(model, output_type=Invoice)
+Agent(model, max_round=10)  # E: call-overload
+Agent(model, output_type=Invoice, instructions=["be brief"])  # E: call-overload
+builder.use_compaction(max_input_token=100_000)  # E: call-arg
+builder.use_compaction(keep_recent_steps="4")  # E: arg-type
+builder.use_fallback(model)  # E: arg-type
+count: int = invoices.run_sync("Invoice Ann").output  # E: assignment
+invoices.run_sync("Invoice Ann").output.totl  # E: attr-defined
+text_agent: Agent[Invoice] = Agent(model)  # E: assignment
+
+
+async def stream() -> None:
+    async for event in invoices.run_stream("Invoice Ann"):
+        match event:
+            case FinalResult(result=final):
+                text: str = final.output  # E: assignment
+            case TextDelta(text=piece):
+                number: int = piece  # E: assignment

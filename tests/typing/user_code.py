@@ -10,17 +10,26 @@ from __future__ import annotations
 
 import asyncio
 import io
-from collections.abc import Awaitable, Callable
+import json
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Annotated
 
+from pydantic import BaseModel
+
 from loopkit import (
+    Agent,
+    AgentEvent,
+    AgentRunResult,
+    AgentTool,
     ChatClient,
     ChatClientBuilder,
     ChatMessage,
     ChatOptions,
     ChatResponse,
     ChatRole,
+    CompactionOptions,
     Content,
+    FinalResult,
     FunctionCallContent,
     FunctionChatClient,
     FunctionInvocationOptions,
@@ -30,11 +39,16 @@ from loopkit import (
     LiteLLMChatClient,
     ProviderError,
     RetryPolicy,
+    RoundFinished,
     RunContext,
     RunLog,
     Session,
+    SQLiteSession,
     TextContent,
+    TextDelta,
     Tool,
+    ToolCallStarted,
+    ToolResultReceived,
     UsageDetails,
     current_run,
     run_scope,
@@ -173,6 +187,82 @@ async def runs_and_sessions() -> None:
         run.on_messages(hook)
 
 
+class Invoice(BaseModel):
+    customer: str
+    total: float
+
+
+def invoice_reply(messages: Sequence[ChatMessage], options: ChatOptions | None) -> str:
+    return json.dumps({"customer": "Ann", "total": 9.5})
+
+
+async def agents(model: ChatClient) -> None:
+    text_agent: Agent[str] = Agent(model, instructions="Be brief.", tools=[add], max_rounds=5)
+    result: AgentRunResult[str] = await text_agent.run("1 + 2?")
+    answer: str = result.output
+    assert answer == "3" and len(result.run_id) == 32
+
+    invoices = Agent(FunctionChatClient(invoice_reply), output_type=Invoice, output_retries=2)
+    typed: Agent[Invoice] = invoices
+    invoice: Invoice = (await typed.run("Invoice Ann")).output
+    assert invoice.total == 9.5
+    assert invoices.run_sync is not None  # run_sync needs a thread without a running loop
+
+    outputs: list[Invoice] = []
+    async for event in invoices.run_stream("Invoice Ann"):
+        if isinstance(event, FinalResult):
+            outputs.append(event.result.output)
+    texts: list[str] = []
+    async for other in text_agent.run_stream("1 + 2?"):
+        match other:
+            case TextDelta(text=piece):
+                texts.append(piece)
+            case ToolCallStarted(call=call):
+                texts.append(call.name)
+            case ToolResultReceived(result=tool_result):
+                texts.append(tool_result.result)
+            case RoundFinished(usage=usage):
+                assert usage is None or usage.input_tokens >= 0
+            case FinalResult(result=final):
+                answer = final.output
+    assert outputs == [invoice] and answer == "3" and texts == ["3"]
+    delta: AgentEvent[str] = TextDelta(round=1, text="hi")
+    assert delta.type == "text_delta"
+
+    session: Session = SQLiteSession(":memory:", "user-42")
+    await text_agent.run("1 + 2?", session=session)
+    again = await text_agent.run("And again?", session=InMemorySession("user-43"))
+    assert len(await session.get_messages()) == 2 and again.rounds == 1
+
+    sub: AgentTool = invoices.as_tool("invoice", "Write an invoice.", max_depth=2)
+    as_tool: Tool = sub
+    assert as_tool.name == "invoice"
+    assert (
+        refused(
+            lambda: Agent(model, max_round=10),  # type: ignore[call-overload]
+            lambda: Agent(model, instructions=3),  # type: ignore[call-overload]
+        )
+        == 2
+    )
+
+
+def compaction_and_fallback(model: ChatClient, backup: ChatClient) -> Agent[str]:
+    builder = (
+        ChatClientBuilder(model)
+        .use_compaction(max_input_tokens=200_000, keep_recent_steps=2, summarize=False)
+        .use_fallback([backup], names=["primary", "backup"], sticky=False)
+    )
+    ChatClientBuilder(model).use_compaction(CompactionOptions(trigger_tokens=1000))
+    assert (
+        refused(
+            lambda: builder.use_compaction(max_input_token=1000),  # type: ignore[call-arg]
+            lambda: builder.use_fallback(backup),  # type: ignore[arg-type]
+        )
+        == 2
+    )
+    return Agent(builder, tools=[add])
+
+
 def other_packages() -> None:
     config = MCPServerConfig(command=["python", "-m", "some_server"], tool_prefix="x_")
     assert config.tool_prefix == "x_"
@@ -195,6 +285,8 @@ async def main() -> None:
     assert await async_tool_returns_its_coroutine() == "Oslo: 18 C"
     assert len(litellm_clients()) == 2
     await runs_and_sessions()
+    await agents(model)
+    assert compaction_and_fallback(model, FunctionChatClient(reply)).run_sync is not None
     other_packages()
     options = FunctionInvocationOptions(max_rounds=3)
     policy = RetryPolicy(max_attempts=2)
