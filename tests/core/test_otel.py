@@ -236,3 +236,15 @@ async def test_concurrent_runs_on_one_client_get_their_own_spans() -> None:
     assert sorted(agents) == ["a", "b"]
     assert {parent_of(s) for s in chats} == {a.context.span_id for a in agents.values()}
     assert len({a.context.trace_id for a in agents.values()}) == 2  # two traces, not one
+
+
+async def test_an_agent_run_with_a_session_names_the_conversation_on_its_span() -> None:
+    from loopkit import Agent, InMemorySession
+
+    tp, exporter = provider()
+    model = script({"text": "hello"})
+    agent = Agent(ChatClientBuilder(model).use_opentelemetry(tracer_provider=tp), name="greeter")
+    await agent.run("hi", session=InMemorySession("conversation-42"))
+    (span,) = [s for s in exporter.get_finished_spans() if s.name == "invoke_agent greeter"]
+    assert span.attributes is not None
+    assert span.attributes["gen_ai.conversation.id"] == "conversation-42"

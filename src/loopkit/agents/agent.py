@@ -314,6 +314,7 @@ class Agent(Generic[OutputT]):
         tools: Sequence[Tool | Callable[..., Any]],
     ) -> AgentRunResult[OutputT]:
         """The run, with ``run`` already current."""
+        _name_session(run, session)  # before the middleware starts: the agent span reads it
         run.start_middleware(self.pipeline)
         try:
             result = await self._execute(run, prompt, session, history, tools)
@@ -348,6 +349,7 @@ class Agent(Generic[OutputT]):
         tools: Sequence[Tool | Callable[..., Any]],
     ) -> AsyncIterator[AgentEvent[OutputT]]:
         """The streamed run, advanced with ``run`` current (see :func:`stream_in_run`)."""
+        _name_session(run, session)
         run.start_middleware(self.pipeline)
         try:
             turn = await self._prepare(run, prompt, session, history, tools)
@@ -397,7 +399,6 @@ class Agent(Generic[OutputT]):
             )
         if session is not None:
             turn.earlier = await session.get_messages()
-            run.metadata.setdefault("session_id", session.session_id)
             run.on_messages(_Store(session, turn.pending).add)
         head = [self._system] if self._system is not None else []
         turn.request = [*head, *turn.earlier, *inputs]
@@ -578,3 +579,9 @@ def _compose(
             )
         client = getattr(client, "inner", None)
     return chain
+
+
+def _name_session(run: RunContext, session: Session | None) -> None:
+    """Record the session's id in the run's metadata (run log ``start``, the agent span)."""
+    if session is not None:
+        run.metadata.setdefault("session_id", session.session_id)

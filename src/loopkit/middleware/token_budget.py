@@ -72,7 +72,8 @@ class TokenBudgetChatClient(DelegatingChatClient):
             raise BudgetExceededError(
                 f"token budget spent: {state.spent:,} of {self.max_tokens:,} tokens used in "
                 f"{state.requests} requests; the next request was refused. Raise the budget "
-                "(e.g. --max-tokens) or give the model a smaller task.",
+                "(max_tokens= of the agent or of use_token_budget; --max-tokens in the demo) or "
+                "give the model a smaller task.",
                 used=state.spent,
                 budget=self.max_tokens,
             )

@@ -9,7 +9,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from loopkit.abstractions.content import ChatMessage
-from loopkit.sessions.protocol import check_complete, open_calls_of, trim_to_whole_steps
+from loopkit.sessions.protocol import (
+    check_complete,
+    open_calls_of,
+    trim_to_whole_steps,
+)
 
 __all__ = ["InMemorySession"]
 
@@ -27,6 +31,9 @@ class InMemorySession:
         self._id = session_id
         self._messages: list[ChatMessage] = []
         self._metadata: dict[str, Any] = {}
+        # the calls the stored history leaves open, kept up to date so that an append costs
+        # what the batch costs, not the whole history (recomputed only after a pop)
+        self._open: dict[str, str] = {}
         self._lock = asyncio.Lock()
 
     @property
@@ -46,17 +53,23 @@ class InMemorySession:
     async def add_messages(self, messages: Sequence[ChatMessage]) -> None:
         batch = [m.model_copy(deep=True) for m in messages]
         async with self._lock:
-            check_complete(batch, open_calls_of(self._messages))
+            check_complete(batch, self._open)  # raises before anything is stored
             self._messages.extend(batch)
+            self._open = {}  # a complete batch answered every open call
 
     async def pop_message(self) -> ChatMessage | None:
         async with self._lock:
-            return self._messages.pop() if self._messages else None
+            if not self._messages:
+                return None
+            popped = self._messages.pop()
+            self._open = open_calls_of(self._messages)
+            return popped
 
     async def clear(self) -> None:
         async with self._lock:
             self._messages.clear()
             self._metadata.clear()
+            self._open = {}
 
     async def get_metadata(self) -> dict[str, Any]:
         async with self._lock:
