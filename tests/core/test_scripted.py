@@ -96,3 +96,12 @@ async def test_function_chat_client_accepts_str_message_and_async() -> None:
     assert (await FunctionChatClient(lambda m, o: "plain").get_response(user())).text == "plain"
     with pytest.raises(TypeError, match="expected ChatResponse, ChatMessage or str"):
         await FunctionChatClient(lambda m, o: 42).get_response(user())
+
+
+async def test_turns_can_be_given_as_a_list() -> None:
+    from loopkit import ChatMessage, ScriptedChatClient
+
+    client = ScriptedChatClient([{"text": "first"}, {"text": "second"}])
+    user = [ChatMessage.from_text("user", "hi")]
+    assert (await client.get_response(user)).text == "first"
+    assert (await client.get_response(user)).text == "second"

@@ -11,7 +11,7 @@ from __future__ import annotations
 import inspect
 import json
 import re
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -153,8 +153,21 @@ class ScriptedChatClient:
     characters a token).
     """
 
-    def __init__(self, script: Script | str | Path, *, strict: bool = True) -> None:
-        self.script = script if isinstance(script, Script) else Script.load(script)
+    def __init__(
+        self,
+        script: Script | str | Path | Sequence[Mapping[str, Any]],
+        *,
+        strict: bool = True,
+    ) -> None:
+        """``script``: a :class:`Script`, the path of a script file, or the turns themselves
+        (a list of dicts such as ``{"calls": [{"name": "add", "arguments": {...}}]}`` and
+        ``{"text": "RESULT: done"}``)."""
+        if isinstance(script, Script):
+            self.script = script
+        elif isinstance(script, str | Path):
+            self.script = Script.load(script)
+        else:
+            self.script = Script.model_validate({"turns": list(script)})
         self.strict = strict
         self.position = 0
         self.requests: list[list[ChatMessage]] = []
