@@ -22,8 +22,8 @@ from loopkit import (
     ScriptedChatClient,
     tool,
 )
+from loopkit.cards import CardRunner, MCPToolSource, RunLimits
 from loopkit.mcp import MCPServerConfig
-from loopkit.runner import CardRunner, MCPToolSource, RunLimits
 from tests.mcp_client.helpers import SERVER_SCRIPT
 
 CARD = """---

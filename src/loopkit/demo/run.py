@@ -21,8 +21,20 @@ from rich.console import Console
 from rich.markup import escape
 
 from loopkit.abstractions.chat import ChatClient
-from loopkit.cards import Card, CardState, mark_failed_in_file, read_card_text
-from loopkit.config import ConfigError, RunnerConfig
+from loopkit.cards import (
+    Card,
+    CardRunner,
+    CardRunOutcome,
+    CardState,
+    ConfigError,
+    MCPToolSource,
+    RunLimits,
+    RunnerConfig,
+    RunResult,
+    ToolSource,
+    mark_failed_in_file,
+    read_card_text,
+)
 from loopkit.demo.progress import LiveProgress, summary_table
 from loopkit.demo.workspace import (
     ScratchRepo,
@@ -34,8 +46,6 @@ from loopkit.demo.workspace import (
 from loopkit.errors import CardError, describe_validation_error
 from loopkit.middleware.retry import RetryPolicy
 from loopkit.middleware.run_log import RunLog
-from loopkit.result import RunResult
-from loopkit.runner import CardRunner, CardRunOutcome, MCPToolSource, RunLimits, ToolSource
 
 _KEY_VARIABLES = {"anthropic/": "ANTHROPIC_API_KEY", "openai/": "OPENAI_API_KEY"}
 
