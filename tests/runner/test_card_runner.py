@@ -333,3 +333,25 @@ async def test_two_card_runs_at_once_on_one_log_keep_their_own_totals(tmp_path: 
     assert results[second.run_id]["totals"]["input_tokens"] == 600
     starts = {e["run_id"]: e["data"]["agent"] for e in events(log_path) if e["type"] == "start"}
     assert starts == {first.run_id: "one", second.run_id: "two"}
+
+
+def test_the_runner_builds_its_agent_from_the_role_the_tools_and_the_limits(
+    tmp_path: Path,
+) -> None:
+    with RunLog(tmp_path / "run.jsonl") as log:
+        card_runner = CardRunner(
+            ScriptedChatClient(Script.model_validate({"turns": [{"text": "RESULT: done"}]})),
+            instructions="Do the card.",
+            sources=[],
+            log=log,
+            limits=RunLimits(max_rounds=5, max_tokens=900, max_output_tokens=77),
+            model_name="scripted",
+            sampling={"temperature": 0.2},
+        )
+        agent = card_runner.agent(FunctionTools({}).tools)
+    assert agent.instructions == "Do the card." and agent.name == "card-runner"
+    assert [t.name for t in agent.tools] == ["write_note"]
+    assert agent.limits["max_rounds"] == 5 and agent.limits["max_tokens"] == 900
+    assert agent.options.max_output_tokens == 77 and agent.options.model_id == "scripted"
+    assert agent.options.temperature == 0.2
+    assert agent.pipeline.options.include_detailed_errors  # the model sees why a tool failed
