@@ -81,7 +81,7 @@ MUTATION_TARGETS: dict[str, tuple[list[str], list[str]]] = {
         ],
     ),
     "result": (
-        ["src/loopkit/result.py"],
+        ["src/loopkit/cards/result.py"],
         ["tests/core/test_result_contract.py", "tests/core/test_cards_and_result.py"],
     ),
     "runlog": (

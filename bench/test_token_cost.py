@@ -28,10 +28,10 @@ from typing import Any
 from tests.demo.helpers import copy_card, run_demo
 
 from loopkit import ChatMessage, ChatRole, FunctionCallContent, FunctionResultContent, Script
+from loopkit.cards.runner import CARD_PREFIX
 from loopkit.demo.run import bundled_transcripts, instructions
 from loopkit.mcp import MCPClient
 from loopkit.providers.litellm_mapping import to_openai_messages, to_openai_tools
-from loopkit.runner import CARD_PREFIX
 from loopkit_tools import LocalTools, ToolsConfig
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")

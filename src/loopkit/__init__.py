@@ -160,14 +160,14 @@ _EXPORTS: dict[str, str] = {
     "ScriptedChatClient": "loopkit.providers.scripted",
     "FunctionChatClient": "loopkit.providers.scripted",
     "Script": "loopkit.providers.scripted",
-    # cards and results (the card runner, the demo's application layer)
-    "CardRunner": "loopkit.runner",
-    "RunnerConfig": "loopkit.config",
-    "load_config": "loopkit.config",
-    "Card": "loopkit.cards",
-    "CardState": "loopkit.cards",
-    "RunResult": "loopkit.result",
-    "parse_result": "loopkit.result",
+    # the card runner (loopkit.cards: the application, not the library)
+    "CardRunner": "loopkit.cards.runner",
+    "RunnerConfig": "loopkit.cards.config",
+    "load_config": "loopkit.cards.config",
+    "Card": "loopkit.cards.card",
+    "CardState": "loopkit.cards.card",
+    "RunResult": "loopkit.cards.result",
+    "parse_result": "loopkit.cards.result",
     # secrets
     "Redactor": "loopkit.redaction",
     "RedactingStream": "loopkit.redaction",
@@ -239,9 +239,11 @@ if TYPE_CHECKING:
     )
     from loopkit.agents.result import AgentRunResult
     from loopkit.builder import ChatClientBuilder
-    from loopkit.cards import Card, CardState
+    from loopkit.cards.card import Card, CardState
+    from loopkit.cards.config import RunnerConfig, load_config
+    from loopkit.cards.result import RunResult, parse_result
+    from loopkit.cards.runner import CardRunner
     from loopkit.child_env import child_environment
-    from loopkit.config import RunnerConfig, load_config
     from loopkit.errors import (
         BudgetExceededError,
         CardError,
@@ -273,9 +275,7 @@ if TYPE_CHECKING:
     from loopkit.providers.scripted import FunctionChatClient, Script, ScriptedChatClient
     from loopkit.redacting_console import RedactingConsole
     from loopkit.redaction import RedactingStream, Redactor, is_secret_name
-    from loopkit.result import RunResult, parse_result
     from loopkit.run_context import RunAware, RunContext, RunEvent, current_run, run_scope
-    from loopkit.runner import CardRunner
     from loopkit.sessions import (
         IncompleteStepError,
         SessionStoreError,

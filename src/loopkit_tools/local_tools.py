@@ -61,7 +61,7 @@ class LocalTools:
         self._app_output: Path | None = None
         self._own_output_dir: tempfile.TemporaryDirectory[str] | None = None
         self._lock = asyncio.Lock()  # one process operation at a time (parallel tool calls)
-        # A plain attribute (not a property) so LocalTools satisfies loopkit.runner.ToolSource.
+        # A plain attribute (not a property) so LocalTools satisfies loopkit.cards.ToolSource.
         self.tools: list[Tool] = self._make_tools()
         """The tools to hand to the model: seven, plus ``run_tests`` when a test command is set."""
 

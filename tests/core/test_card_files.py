@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from loopkit import Card, CardState
-from loopkit.cards import MAX_CARD_BYTES, mark_failed_in_file, read_card_text
+from loopkit.cards import mark_failed_in_file, read_card_text
+from loopkit.cards.card import MAX_CARD_BYTES
 from loopkit.errors import CardError
 
 CARD = "---\ntitle: Deleting asks first\nstate: New\ncategory: Bug\n---\nBody stays.\n"

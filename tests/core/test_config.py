@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from loopkit.config import ConfigError, load_config
+from loopkit.cards import ConfigError, load_config
 
 
 def write(tmp_path: Path, text: str) -> Path:

@@ -227,7 +227,9 @@ async def test_retries_below_the_fallback_retry_each_client_first() -> None:
     assert primary.calls == 3  # all attempts on the primary first
     assert backup.calls == 2  # one retry on the backup
     assert len(waits) == 3
-    [event] = events
+    # each retry is a run event too, before the hand-over and on the backup after it
+    assert [e.type for e in events] == ["retry", "retry", "fallback", "retry"]
+    [event] = [e for e in events if e.type == "fallback"]
     assert event.data["from_client"] == "primary-model" and "529" in event.data["reason"]
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from loopkit import parse_result
-from loopkit.result import RunResult
+from loopkit.cards import RunResult
 
 NOT_A_RESULT_LINE = "the final answer did not end with a RESULT line (last line: {!r})"
 MALFORMED = "the last line is not 'RESULT: done' or 'RESULT: failed: <reason>' (last line: {!r})"

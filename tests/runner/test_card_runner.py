@@ -22,8 +22,8 @@ from loopkit import (
     ScriptedChatClient,
     tool,
 )
+from loopkit.cards import CardRunner, MCPToolSource, RunLimits
 from loopkit.mcp import MCPServerConfig
-from loopkit.runner import CardRunner, MCPToolSource, RunLimits
 from tests.mcp_client.helpers import SERVER_SCRIPT
 
 CARD = """---
@@ -250,3 +250,108 @@ async def test_the_card_is_in_work_while_the_model_runs(
     assert outcome.card is not None and outcome.card.state is final_state
     assert Card.load(path).state is final_state
     assert events(log_path)[-1]["data"]["card_state"] == final_state.value
+
+
+async def test_every_line_of_a_card_run_belongs_to_its_agent_run(tmp_path: Path) -> None:
+    """The card run is one agent run: start, rounds, tools and the runner's result line all carry
+    its run_id, the start line names the agent, and the run ends with `result`, not `run_end`."""
+    log_path = tmp_path / "run.jsonl"
+    turns = [
+        {"calls": [{"name": "add", "arguments": {"a": 2, "b": 3}, "expect": {"equals": "5"}}]},
+        {"text": "RESULT: done"},
+    ]
+    with RunLog(log_path) as log:
+        outcome = await runner(turns, log, {}, max_rounds=7).run(Card.load(card_file(tmp_path)))
+    ev = events(log_path)
+    assert [e["type"] for e in ev] == ["start", "round", "tool", "round", "result"]
+    assert outcome.run_id is not None and len(outcome.run_id) == 32
+    assert {e.get("run_id") for e in ev} == {outcome.run_id}
+    start = ev[0]["data"]
+    assert start["agent"] == "card-runner" and start["model"] == "scripted"
+    assert start["limits"] == {"max_rounds": 7, "max_tokens": 400_000, "max_output_tokens": 4096}
+    assert outcome.run is not None and outcome.run.run_id == outcome.run_id
+    assert outcome.run.rounds == 2 and outcome.run.tool_calls == 1
+    assert outcome.totals["rounds"] == 2 == ev[-1]["data"]["totals"]["rounds"]
+
+
+async def test_a_failed_card_run_ends_in_its_run_too(tmp_path: Path) -> None:
+    """The token budget ends the agent run with an exception: the error and result lines are
+    still lines of that run."""
+    log_path = tmp_path / "run.jsonl"
+    turns = [
+        {
+            "calls": [{"name": "echo", "arguments": {"text": "x"}}],
+            "usage": {"input_tokens": 900, "output_tokens": 10},
+        }
+        for _ in range(3)
+    ]
+    with RunLog(log_path) as log:
+        outcome = await runner(turns, log, {}, max_tokens=1000).run(Card.load(card_file(tmp_path)))
+    ev = events(log_path)
+    types = [e["type"] for e in ev]
+    assert types == ["start", "round", "tool", "round", "tool", "error", "result"]
+    assert {e.get("run_id") for e in ev} == {outcome.run_id}
+    assert outcome.run is None and outcome.result.status == "failed"
+    assert "token budget spent" in ev[-1]["data"]["reason"]
+
+
+async def test_two_card_runs_at_once_on_one_log_keep_their_own_totals(tmp_path: Path) -> None:
+    """Two runners write one log concurrently: each run's result line counts only its own
+    rounds and tokens (the totals belong to the run, not to the log)."""
+    import asyncio
+
+    def card_runner(name: str, rounds: int, log: RunLog) -> tuple[CardRunner, Card]:
+        turns: list[dict[str, Any]] = [
+            {
+                "calls": [{"name": "write_note", "arguments": {"text": name}}],
+                "usage": {"input_tokens": 100, "output_tokens": 1},
+            }
+            for _ in range(rounds)
+        ]
+        turns.append({"text": "RESULT: done", "usage": {"input_tokens": 100, "output_tokens": 1}})
+        folder = tmp_path / name
+        folder.mkdir()
+        cr = CardRunner(
+            ScriptedChatClient(Script.model_validate({"turns": turns})),
+            instructions="Do the card.",
+            sources=[FunctionTools({})],
+            log=log,
+            name=name,
+        )
+        return cr, Card.load(card_file(folder))
+
+    log_path = tmp_path / "run.jsonl"
+    with RunLog(log_path) as log:
+        one, card_one = card_runner("one", 2, log)
+        two, card_two = card_runner("two", 5, log)
+        first, second = await asyncio.gather(one.run(card_one), two.run(card_two))
+    assert first.result.done and second.result.done
+    results = {e["run_id"]: e["data"] for e in events(log_path) if e["type"] == "result"}
+    assert results[first.run_id]["totals"]["rounds"] == 3
+    assert results[first.run_id]["totals"]["input_tokens"] == 300
+    assert results[second.run_id]["totals"]["rounds"] == 6
+    assert results[second.run_id]["totals"]["input_tokens"] == 600
+    starts = {e["run_id"]: e["data"]["agent"] for e in events(log_path) if e["type"] == "start"}
+    assert starts == {first.run_id: "one", second.run_id: "two"}
+
+
+def test_the_runner_builds_its_agent_from_the_role_the_tools_and_the_limits(
+    tmp_path: Path,
+) -> None:
+    with RunLog(tmp_path / "run.jsonl") as log:
+        card_runner = CardRunner(
+            ScriptedChatClient(Script.model_validate({"turns": [{"text": "RESULT: done"}]})),
+            instructions="Do the card.",
+            sources=[],
+            log=log,
+            limits=RunLimits(max_rounds=5, max_tokens=900, max_output_tokens=77),
+            model_name="scripted",
+            sampling={"temperature": 0.2},
+        )
+        agent = card_runner.agent(FunctionTools({}).tools)
+    assert agent.instructions == "Do the card." and agent.name == "card-runner"
+    assert [t.name for t in agent.tools] == ["write_note"]
+    assert agent.limits["max_rounds"] == 5 and agent.limits["max_tokens"] == 900
+    assert agent.options.max_output_tokens == 77 and agent.options.model_id == "scripted"
+    assert agent.options.temperature == 0.2
+    assert agent.pipeline.options.include_detailed_errors  # the model sees why a tool failed

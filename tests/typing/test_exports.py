@@ -22,6 +22,7 @@ SRC = Path(__file__).resolve().parents[2] / "src"
 PACKAGES = [
     "loopkit",
     "loopkit.agents",
+    "loopkit.cards",
     "loopkit.abstractions",
     "loopkit.mcp",
     "loopkit.middleware",

@@ -28,8 +28,7 @@ from typing import TYPE_CHECKING, NoReturn
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from loopkit.cards import Card
-    from loopkit.config import RunnerConfig
+    from loopkit.cards import Card, RunnerConfig
 
 EXIT_DONE, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
 _STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
@@ -239,8 +238,7 @@ def _main(argv: list[str]) -> int:
     args = parse_args(argv)
     import asyncio
 
-    from loopkit.cards import Card
-    from loopkit.config import ConfigError, load_config
+    from loopkit.cards import Card, ConfigError, load_config
     from loopkit.demo.run import (
         check_log_destination,
         check_settings,

@@ -14,15 +14,21 @@ import stat
 from importlib import resources
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 from rich.console import Console
 from rich.markup import escape
 
 from loopkit.abstractions.chat import ChatClient
-from loopkit.cards import Card, CardState, mark_failed_in_file, read_card_text
-from loopkit.config import ConfigError, RunnerConfig
+from loopkit.cards import (
+    Card,
+    CardState,
+    ConfigError,
+    RunnerConfig,
+    mark_failed_in_file,
+    read_card_text,
+)
 from loopkit.demo.progress import LiveProgress, summary_table
 from loopkit.demo.workspace import (
     ScratchRepo,
@@ -32,10 +38,12 @@ from loopkit.demo.workspace import (
     slug,
 )
 from loopkit.errors import CardError, describe_validation_error
-from loopkit.middleware.retry import RetryPolicy
-from loopkit.middleware.run_log import RunLog
-from loopkit.result import RunResult
-from loopkit.runner import CardRunner, CardRunOutcome, MCPToolSource, RunLimits, ToolSource
+
+if TYPE_CHECKING:
+    from loopkit.cards import ToolSource
+
+# The runner (the agent layer, MCP, retries, the run log) is imported by the functions that use it:
+# the process that only checks the settings and starts the headless desktop never needs it.
 
 _KEY_VARIABLES = {"anthropic/": "ANTHROPIC_API_KEY", "openai/": "OPENAI_API_KEY"}
 
@@ -231,6 +239,8 @@ def refuse_invalid_card(
 ) -> int:
     """A card that was read but is not valid: its log says why, it is marked Failed when it has
     front matter, a summary is shown; returns exit status 2."""
+    from loopkit.middleware.run_log import RunLog
+
     runs_dir = config.runs_dir
     runs_dir.mkdir(parents=True, exist_ok=True)
     log_path = config.log or runs_dir / f"{slug(card_path.stem)}-invalid-card.jsonl"
@@ -254,6 +264,10 @@ def refuse_invalid_card(
 async def run_demo(config: RunnerConfig, card: Card, console: Console) -> int:
     """Run ``card`` (checked by :func:`check_settings` and :func:`read_card` before): first
     line, live line, summary; returns the exit status."""
+    from loopkit.cards import CardRunner, CardRunOutcome, MCPToolSource, RunLimits, RunResult
+    from loopkit.middleware.retry import RetryPolicy
+    from loopkit.middleware.run_log import RunLog
+
     assert card.path is not None
     card_path = card.path
     console.print(first_line(config, card_path))

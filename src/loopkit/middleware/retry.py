@@ -1,7 +1,11 @@
 """Retries of transient provider failures (rate limits, overload, timeouts, 5xx) with tenacity.
 
-Each retry is reported to ``on_retry(attempt, error, delay)`` (the card runner writes it to the
-run log) and logged as a warning on ``loopkit.retry``, with credential-shaped text redacted.
+Each retry is a run event: inside a run (an agent's, or the one the function-invocation loop opens)
+the layer emits ``retry`` (attempt, wait_s, status_code, round, reason) with
+:meth:`RunContext.emit <loopkit.run_context.RunContext.emit>`, so the run log writes it as a line of
+the run and every other listener (a progress display, a trace) sees it. It is also logged as a
+warning on ``loopkit.retry`` and passed to ``on_retry(attempt, error, delay)`` when given. The
+reason in the event and the warning has credential-shaped text redacted.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from loopkit.abstractions.chat import ChatClient, ChatOptions, ChatResponse, Cha
 from loopkit.abstractions.content import ChatMessage
 from loopkit.errors import ProviderError
 from loopkit.middleware.delegating import DelegatingChatClient
+from loopkit.run_context import current_run
 
 _log = logging.getLogger("loopkit.retry")
 
@@ -66,8 +71,10 @@ class RetryingChatClient(DelegatingChatClient):
     resends the request either. (``LiteLLMChatClient`` classifies its own stream failures the
     same way: retryable only while nothing was handed over.)
 
-    ``on_retry(attempt, error, delay)`` is called before each wait; ``sleep`` replaces the wait
-    (tests).
+    Before each wait the current run (if any) gets a ``retry`` event (``attempt`` that failed, 1
+    for the first; ``wait_s``; the error's ``status_code``; the run's ``round``; ``reason``, the
+    error's text redacted), and ``on_retry(attempt, error, delay)`` is called; ``sleep`` replaces
+    the wait (tests).
     """
 
     def __init__(
@@ -103,12 +110,21 @@ class RetryingChatClient(DelegatingChatClient):
         # Imported here: only a retry needs it.
         from loopkit.providers.litellm_errors import redact
 
+        reason = redact(str(error))
         _log.warning(
-            "transient provider error, retry %d in %.2fs: %s",
-            state.attempt_number,
-            delay,
-            redact(str(error)),
+            "transient provider error, retry %d in %.2fs: %s", state.attempt_number, delay, reason
         )
+        run = current_run()
+        if run is not None:
+            run.emit(
+                "retry",
+                attempt=state.attempt_number,
+                wait_s=round(delay, 2),
+                status_code=error.status_code if isinstance(error, ProviderError) else None,
+                # the loop counts a request before making it: this is the round being retried
+                round=run.rounds,
+                reason=reason,
+            )
         if self._on_retry and isinstance(error, ProviderError):
             self._on_retry(state.attempt_number, error, delay)
 

@@ -1,0 +1,270 @@
+"""``CardRunner``: one card, one agent run, one RESULT.
+
+The runner is a thin user of :class:`~loopkit.agents.Agent`: for each card it opens the tool
+sources (MCP servers, local tools), builds an agent from the role's instructions, the sources'
+tools and the limits (rounds, the token budget, output tokens per request) over the model, with
+the run log as middleware and retries when given, runs it on the card, and maps every way the
+run can end to a card state: ``Done`` only for a ``RESULT: done`` reached within the limits;
+``Failed`` with a reason for everything else (a ``RESULT: failed``, a missing RESULT line, the
+round limit, the token budget, a provider or tool-server failure, an interrupted run).
+
+The run log gets the agent run's lines (``start``, ``round``, ``tool``, and run events such as
+``retry``), each with the run's ``run_id``, and ends with the runner's own ``result`` line (the
+RESULT, the card's new state, the run's totals) in the same run, in place of the agent's
+``run_end``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from contextlib import AsyncExitStack, nullcontext
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from loopkit.abstractions.chat import ChatClient, ChatOptions
+from loopkit.abstractions.tools import Tool
+from loopkit.agents.agent import Agent
+from loopkit.agents.result import AgentRunResult
+from loopkit.builder import ChatClientBuilder
+from loopkit.cards.card import Card, CardState
+from loopkit.cards.result import RunResult, parse_result
+from loopkit.errors import BudgetExceededError, LoopkitError
+from loopkit.mcp.config import MCPServerConfig
+from loopkit.middleware.retry import RetryPolicy
+from loopkit.middleware.run_log import RunLog, RunLogChatClient
+from loopkit.run_context import RunContext, RunEvent, run_scope
+
+
+@runtime_checkable
+class ToolSource(Protocol):
+    """Something that provides tools for the length of a run: enter it, read ``tools``, exit it."""
+
+    tools: list[Tool]
+
+    async def __aenter__(self) -> Any: ...
+
+    async def __aexit__(self, *exc: object) -> Any: ...
+
+
+class MCPToolSource:
+    """The tools of one MCP server as a :class:`ToolSource`."""
+
+    def __init__(self, config: MCPServerConfig) -> None:
+        self.config = config
+        self.tools: list[Tool] = []
+        self._client: Any = None
+
+    async def __aenter__(self) -> MCPToolSource:
+        self._client = self.config.connect()
+        await self._client.__aenter__()
+        try:
+            self.tools = list(await self._client.list_tools())
+        except BaseException:
+            await self._client.__aexit__(None, None, None)
+            raise
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._client is not None:
+            await self._client.__aexit__(None, None, None)
+
+
+@dataclass(slots=True)
+class RunLimits:
+    """The limits that end a run that does not stop on its own (the CardRunner article's)."""
+
+    max_rounds: int = 60
+    max_tokens: int = 400_000
+    max_output_tokens: int = 4096
+
+    def as_dict(self) -> dict[str, int]:
+        """The limits as the run log's ``start`` line shows them."""
+        return {
+            "max_rounds": self.max_rounds,
+            "max_tokens": self.max_tokens,
+            "max_output_tokens": self.max_output_tokens,
+        }
+
+
+@dataclass(slots=True)
+class CardRunOutcome:
+    """What a card run produced."""
+
+    result: RunResult
+    card: Card | None
+    #: The agent run's result (its messages, usage, rounds), when the run ended with an answer.
+    run: AgentRunResult[str] | None = None
+    #: The run's id, as in every line of the run log (None when the run never started: a tool
+    #: source that could not be opened).
+    run_id: str | None = None
+    totals: dict[str, Any] = field(default_factory=dict)
+
+
+CARD_PREFIX = "THE CARD\n--------\n"
+
+
+class CardRunner:
+    """Runs one card with ``model`` and the tools of ``sources``, writing ``log``.
+
+    ``model`` is the bare provider client. Each run is an :class:`~loopkit.agents.Agent` run
+    (see :meth:`agent`): the agent's loop over the run log, the token budget and (when ``retry``
+    is given) retries around the model; ``instructions`` are its system message and the card is
+    the user's message.
+    """
+
+    def __init__(
+        self,
+        model: ChatClient,
+        *,
+        instructions: str,
+        sources: Sequence[ToolSource],
+        log: RunLog,
+        limits: RunLimits | None = None,
+        retry: RetryPolicy | None = None,
+        model_name: str | None = None,
+        sampling: dict[str, Any] | None = None,
+        name: str = "card-runner",
+    ) -> None:
+        self.model = model
+        self.instructions = instructions
+        self.sources = list(sources)
+        self.log = log
+        self.limits = limits or RunLimits()
+        self.retry = retry
+        self.model_name = model_name
+        self.sampling = sampling or {}
+        self.name = name
+
+    def agent(self, tools: Sequence[Tool] = ()) -> Agent[str]:
+        """The agent one run of this runner uses, with ``tools`` (the opened sources' tools).
+
+        A new agent per run: its run-log client keeps the run it serves, so that the runner can
+        write the run's ``result`` line in it after the run.
+        """
+        return self._agent(tools)[0]
+
+    def _agent(self, tools: Sequence[Tool]) -> tuple[Agent[str], _CardRunLog]:
+        logged: list[_CardRunLog] = []
+
+        def run_log(inner: ChatClient) -> ChatClient:
+            logged.append(_CardRunLog(inner, self.log))
+            return logged[0]
+
+        model: ChatClient | ChatClientBuilder = self.model
+        if self.retry is not None:
+            # Retries report themselves as run events: the run log writes them as `retry` lines.
+            model = ChatClientBuilder(self.model).use_retries(self.retry)
+        agent = Agent(
+            model,
+            instructions=self.instructions,
+            tools=list(tools),
+            name=self.name,
+            middleware=[run_log],
+            max_rounds=self.limits.max_rounds,
+            max_tokens=self.limits.max_tokens,
+            max_output_tokens=self.limits.max_output_tokens,
+            include_detailed_errors=True,
+            options=ChatOptions(model_id=self.model_name, **self.sampling),
+        )
+        return agent, logged[0]
+
+    async def run(self, card: Card, *, write_state: bool = True) -> CardRunOutcome:
+        """Run ``card``; its state becomes In Work, then Done or Failed (written to its file)."""
+        if write_state and card.path is not None:
+            card = card.save_state(CardState.IN_WORK)
+        answer: AgentRunResult[str] | None = None
+        logged: _CardRunLog | None = None
+        try:
+            async with AsyncExitStack() as stack:
+                tools: list[Tool] = []
+                for source in self.sources:
+                    await stack.enter_async_context(source)
+                    tools.extend(source.tools)
+                self._check_unique(tools)
+                agent, logged = self._agent(tools)
+                answer = await agent.run(
+                    CARD_PREFIX + card.text,
+                    metadata={"card": card.title, "limits": self.limits.as_dict()},
+                )
+            result = self._judge(answer)
+        except BudgetExceededError as e:
+            result = RunResult(status="failed", reason=str(e))
+        except asyncio.CancelledError:
+            result = RunResult(status="failed", reason="the run was interrupted")
+            self._finish(card, result, write_state, logged)
+            raise
+        except (LoopkitError, OSError, ValueError) as e:
+            result = RunResult(status="failed", reason=f"{type(e).__name__}: {e}")
+        except Exception as e:  # a tool's exception after too many failing rounds, etc.
+            result = RunResult(status="failed", reason=f"{type(e).__name__}: {e}")
+        card, totals = self._finish(card, result, write_state, logged)
+        run = logged.run if logged is not None else None
+        return CardRunOutcome(
+            result=result,
+            card=card,
+            run=answer,
+            run_id=run.run_id if run is not None else None,
+            totals=totals,
+        )
+
+    def _judge(self, answer: AgentRunResult[str]) -> RunResult:
+        result = parse_result(answer.text)
+        if answer.max_rounds_reached:
+            said = result.line()
+            return RunResult(
+                status="failed",
+                reason=f"round limit of {self.limits.max_rounds} reached (the model then said: "
+                f"{said!r})",
+            )
+        if answer.unknown_tools:
+            names = ", ".join(answer.unknown_tools)
+            return RunResult(status="failed", reason=f"the model called unknown tools: {names}")
+        return result
+
+    def _finish(
+        self, card: Card, result: RunResult, write_state: bool, logged: _CardRunLog | None
+    ) -> tuple[Card, dict[str, Any]]:
+        """The card's new state written, and the ``result`` line, in the run when it started."""
+        run = logged.run if logged is not None else None
+        state = CardState.DONE if result.done else CardState.FAILED
+        with run_scope(run) if run is not None else nullcontext():
+            if write_state and card.path is not None:
+                try:
+                    card = card.save_state(state)
+                except OSError as e:  # the log still records the result
+                    self.log.error(f"could not write the card state: {e}")
+            self.log.result(result.status, result.reason, card_state=state.value)
+            return card, self.log.totals()
+
+    @staticmethod
+    def _check_unique(tools: list[Tool]) -> None:
+        seen: set[str] = set()
+        for t in tools:
+            if t.name in seen:
+                raise ValueError(
+                    f"two tool sources both offer a tool named {t.name!r}; give one of them a "
+                    "tool_prefix"
+                )
+            seen.add(t.name)
+
+
+class _CardRunLog(RunLogChatClient):
+    """The run log below a card run's loop: ``round`` and ``tool`` lines as usual, and the run's
+    events as lines, except ``run_end``: a card run ends with the runner's ``result`` line (the
+    RESULT and the card's state), written in the run it keeps here."""
+
+    def __init__(self, inner: ChatClient, log: RunLog) -> None:
+        super().__init__(inner, log)
+        #: The run this client serves (one agent, one run: see :meth:`CardRunner.agent`).
+        self.run: RunContext | None = None
+
+    def on_run_start(self, run: RunContext) -> None:
+        """Keep ``run`` and write its events (but ``run_end``) as lines of the log."""
+        self.run = run
+        run.subscribe(self._event)
+
+    def _event(self, event: RunEvent) -> None:
+        # Called by run.emit() inside the run, so the line is written in it (with its run_id).
+        if event.type != "run_end":
+            self.log.write(event.type, **event.data)
