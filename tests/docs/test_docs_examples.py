@@ -45,7 +45,7 @@ OPTIONS = re.compile(r"^(fake-anthropic|desktop|exit=\d+)$")
 MINIMUM = {
     "README.md": 2,
     "docs/agents.md": 10,
-    "docs/architecture.md": 1,
+    "docs/architecture.md": 2,
     "docs/mcp.md": 1,
     "docs/providers.md": 3,
     "docs/scripts.md": 1,

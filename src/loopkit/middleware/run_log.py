@@ -341,7 +341,7 @@ class RunLogChatClient(DelegatingChatClient):
 
     Put it below the function-invocation loop (add it after ``use_function_invocation``) so that
     it sees each round. A run's first request writes its ``start`` line (unless the caller wrote
-    one itself outside any run, as the card runner does). It is
+    one itself outside any run). It is
     :class:`~loopkit.run_context.RunAware`: at the start of each run it follows the run's events,
     so what other middleware reports (compaction, fallback, retries, child runs, the end of the
     run) lands in the log too.
