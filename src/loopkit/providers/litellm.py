@@ -48,6 +48,7 @@ from loopkit.abstractions.content import (
     UsageContent,
 )
 from loopkit.errors import ProviderError
+from loopkit.providers.history_cache import HistoryCache
 from loopkit.providers.litellm_errors import (
     classify,
     describe,
@@ -57,15 +58,15 @@ from loopkit.providers.litellm_errors import (
 )
 from loopkit.providers.litellm_mapping import (
     AUTH_HEADERS,
-    add_cache_breakpoints,
     attr,
     checked_litellm_params,
     function_call_from,
     map_finish_reason,
     map_usage,
+    mark_cache_breakpoints,
+    message_to_openai,
     options_to_kwargs,
     str_mapping,
-    to_openai_messages,
     to_response_format,
 )
 
@@ -172,6 +173,23 @@ def _provider_of(model: str) -> str:
     return model.split("/", 1)[0] if "/" in model else "litellm"
 
 
+class _Wire:
+    """A conversation's OpenAI-format messages, flattened, and where its last system one is."""
+
+    __slots__ = ("last_system", "messages")
+
+    def __init__(self) -> None:
+        self.messages: list[dict[str, Any]] = []
+        self.last_system = -1
+
+    def add(self, wires: list[dict[str, Any]]) -> _Wire:
+        for wire in wires:
+            if wire["role"] == "system":
+                self.last_system = len(self.messages)
+            self.messages.append(wire)
+        return self
+
+
 class LiteLLMChatClient:
     """A :class:`~loopkit.abstractions.chat.ChatClient` over ``litellm.acompletion``.
 
@@ -234,6 +252,9 @@ class LiteLLMChatClient:
         self.extra_headers = str_mapping("extra_headers", extra_headers)
         self.extra_body = str_mapping("extra_body", extra_body)
         self.litellm_params = checked_litellm_params(litellm_params)
+        # Each message is put into the wire format once, not once per request (see
+        # loopkit.providers.history_cache for when a kept one is used again).
+        self._wire_cache: HistoryCache[list[dict[str, Any]]] = HistoryCache(message_to_openai)
 
     def __repr__(self) -> str:
         # Never show the key, nor a password in api_base.
@@ -259,11 +280,16 @@ class LiteLLMChatClient:
     def build_request(
         self, messages: Sequence[ChatMessage], options: ChatOptions | None = None
     ) -> dict[str, Any]:
-        """The keyword arguments for ``litellm.acompletion`` (without the API key)."""
+        """The keyword arguments for ``litellm.acompletion`` (without the API key).
+
+        The message dicts in it are kept for the next request of the same conversation: read
+        them, never change them (copy first).
+        """
         model = options.model_id if options and options.model_id else self.model
-        wire_messages = to_openai_messages(messages)
-        if not wire_messages:
+        wire = self._wire_cache.lookup(messages).fold("wire", _Wire, _Wire.add)
+        if not wire.messages:
             raise ValueError("messages must contain at least one message with content")
+        wire_messages = list(wire.messages)  # this request's list; the dicts are shared
         request: dict[str, Any] = {
             "model": model,
             "messages": wire_messages,
@@ -285,7 +311,7 @@ class LiteLLMChatClient:
         request.update(options_to_kwargs(options))
         _check_json_mode(model, options)
         if self.prompt_caching:
-            add_cache_breakpoints(request["messages"], request.get("tools"))
+            mark_cache_breakpoints(wire_messages, request.get("tools"), wire.last_system)
         return request
 
     def _call_kwargs(self, request: dict[str, Any]) -> dict[str, Any]:
