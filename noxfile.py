@@ -88,6 +88,7 @@ MUTATION_TARGETS: dict[str, tuple[list[str], list[str]]] = {
         ["src/loopkit/middleware/run_log.py", "src/loopkit/redaction.py"],
         [
             "tests/core/test_run_log.py",
+            "tests/core/test_run_log_lines.py",
             "tests/core/test_cut_boundaries.py",
             "tests/core/test_redaction.py",
         ],
