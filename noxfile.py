@@ -127,6 +127,10 @@ def mutate(session: nox.Session) -> None:
     # mutmut runs the tests from mutants/: its mutated copy of src must win over the editable
     # install of the project.
     env = {"PYTHONPATH": str(work / "mutants" / "src")}
+    # ... and it must exist before mutmut starts: Python caches a missing PYTHONPATH folder as
+    # "nothing here" (sys.path_importer_cache), and the tests would then import the editable
+    # install, unmutated ("could not find any test case for any mutant").
+    (work / "mutants" / "src").mkdir(parents=True)
     session.chdir(work)
     session.run(PY, "-m", "mutmut", "run", env=env)
     session.run(PY, "-m", "mutmut", "results", env=env)

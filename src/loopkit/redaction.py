@@ -420,6 +420,8 @@ class Redactor:
             text = key
         elif isinstance(key, bytes):
             text = _bytes_text(key)
+        elif key is None or isinstance(key, bool):
+            text = json.dumps(key)  # null, true, false: as json writes them on the fast path
         else:
             text = _safe_str(key)
         return self._redact(_valid_text(text), forms)

@@ -100,6 +100,8 @@ def test_what_is_kept_around_a_secret() -> None:
         "def total(self) -> Decimal:  # api_key handling lives elsewhere",
         # sk- glued to a word ending in n, r or t is part of the word (not a JSON \\n \\r \\t)
         "offices in Gdansk-Gdynia-Sopot, Murmansk-Arkhangelsk and Tomsk-Novosibirsk",
+        # a backslash ends a word only as a JSON escape: after \\X the word goes on
+        "C:\\Tools\\Xsk-export-scripts\\run.bat",
     ],
 )
 def test_ordinary_text_is_left_alone(text: str) -> None:
@@ -341,3 +343,13 @@ def test_an_unchanged_environment_is_not_scanned_again(monkeypatch: pytest.Monke
     monkeypatch.setenv("ANOTHER_TOKEN", "another-token-two")
     assert redactor.redact("another-token-two") == REDACTED
     assert "ANOTHER_TOKEN" in names
+
+
+def test_keys_are_spelled_as_json_spells_them_on_both_paths() -> None:
+    """A line with a secret (or NaN) goes the careful way: its keys must not change spelling."""
+    r = Redactor(environ={})
+    keys = {True: 1, False: 2, None: 3, 7: 4, 1.5: 5}
+    fast = '{"true":1,"false":2,"null":3,"7":4,"1.5":5'
+    assert r.to_json(keys) == fast + "}"
+    assert r.to_json({**keys, "x": math.nan}) == fast + ',"x":"nan"}'
+    assert r.redact_data({True: 1, None: 2}) == {"true": 1, "null": 2}
