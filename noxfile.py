@@ -70,6 +70,10 @@ MUTATION_TARGETS: dict[str, tuple[list[str], list[str]]] = {
             "tests/tools/test_tools_refusals.py",
             "tests/tools/test_tools_listing.py",
             "tests/tools/test_tools_attacks.py",
+            "tests/tools/test_guard_messages.py",
+            "tests/tools/test_guard_io.py",
+            "tests/tools/test_guard_listing.py",
+            "tests/tools/test_guard_resolve.py",
         ],
     ),
     "loop": (

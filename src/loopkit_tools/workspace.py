@@ -85,7 +85,8 @@ def _is_case_insensitive(folder: Path) -> bool:
     if name == swapped:  # no letters in the name: probe the parent instead
         return folder.parent != folder and _is_case_insensitive(folder.parent)
     try:
-        return os.path.samestat(os.stat(folder), os.stat(folder.parent / swapped))
+        # lstat: a symlink under the swapped name (to the folder itself) is not the same name
+        return os.path.samestat(os.stat(folder), os.lstat(folder.parent / swapped))
     except OSError:
         return False
 
