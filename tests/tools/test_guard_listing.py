@@ -66,6 +66,7 @@ def test_the_cap_keeps_the_first_files_in_sorted_order_across_folders(tmp_path: 
     cases = [
         (["a/x", "a-b"], "a-b/f.py"),  # not ('a', 'x') < ('a-b',)
         (["aW", "a/x"], "a/x/f.py"),
+        (["aW", "a"], "a/x/f.py"),  # 'a/' < 'aW/'; the slash is what sorts them
         (["b", "./zz"], "b/f.py"),  # by the resolved path, not by the name as configured
         (["./zz", "b"], "b/f.py"),
     ]
@@ -103,6 +104,8 @@ def test_folder_refusals_name_the_folder_as_written(tmp_path: Path) -> None:
     )
     assert refused(guard.check_folder, "app/nope/") == "folder 'app/nope/' does not exist"
     assert guard.check_folder("app/") == tmp_path / "app"
+    (tmp_path / "app" / "subX").mkdir()  # only slashes are taken off the end
+    assert guard.check_folder("app/subX//") == tmp_path / "app" / "subX"
     assert guard.check_folder("app/..//app") == tmp_path / "app"
 
 
@@ -165,16 +168,19 @@ def test_a_subfolder_swapped_during_the_walk_is_skipped_and_the_rest_listed(
 
 
 def test_files_read_before_the_budget_ran_out_are_still_listed(tmp_path: Path) -> None:
-    """The budget runs out inside a/; b.py and c.py were read before it: they are listed."""
-    files(tmp_path, "app/b.py", "app/c.py", *(f"app/a/f{i:02}.py" for i in range(20)))
-    guard = WorkspaceGuard(tmp_path, [], ["app"], max_list_scan=8)
+    """The budget runs out inside a/: ab/ is not read any more, but b.py and c.py, read
+    before, are listed."""
+    files(
+        tmp_path, "app/b.py", "app/c.py", "app/ab/x.py", *(f"app/a/f{i:02}.py" for i in range(20))
+    )
+    guard = WorkspaceGuard(tmp_path, [], ["app"], max_list_scan=9)
     listing = guard.listing("app")
     assert listing.complete is False
-    assert listing.scanned == 8  # a/, b.py, c.py at the top, then 5 entries of a/
+    assert listing.scanned == 9  # a/, ab/, b.py, c.py at the top, then 5 entries of a/
     assert [f for f in listing.files if not f.startswith("app/a/")] == ["app/b.py", "app/c.py"]
     assert len(listing.files) == 7
     assert listing.notes() == [
-        "[... more files not shown: the listing stopped after reading 8 folder entries; "
+        "[... more files not shown: the listing stopped after reading 9 folder entries; "
         "list a subfolder]"
     ]
 

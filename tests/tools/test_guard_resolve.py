@@ -353,7 +353,7 @@ def test_a_chain_keeps_using_the_folder_it_opened_after_a_rename(tmp_path: Path)
     assert os.path.samestat(os.fstat(chain.fd()), os.stat(tmp_path / "moved"))
     chain.close()
     chain.close()  # twice is fine
-    with pytest.raises(AssertionError, match="the chain was closed"):
+    with pytest.raises(AssertionError, match=r"^the chain was closed$"):
         chain.push("a", os.open(tmp_path / "moved", DIR_FLAGS))
         chain.pop()
         chain.fd()
