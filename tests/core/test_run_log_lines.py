@@ -111,11 +111,14 @@ async def test_the_round_line_holds_every_field_exactly(clock: FakeClock) -> Non
     assert round_["time"] == when.isoformat(timespec="milliseconds")
 
 
-async def test_a_request_without_options_starts_the_log_with_no_model_and_no_tools() -> None:
+async def test_a_request_without_options_starts_the_log_with_the_clients_model_and_no_tools() -> (
+    None
+):
     buf = io.StringIO()
     client = ChatClientBuilder(FunctionChatClient(lambda *_: "hi")).use_run_log(buf).build()
     await client.get_response(user())
-    assert lines(buf.getvalue())[0]["data"] == {"model": None, "tools": [], "limits": {}}
+    # no model named in the options: the one the innermost client reports
+    assert lines(buf.getvalue())[0]["data"] == {"model": "function", "tools": [], "limits": {}}
 
 
 async def test_a_failed_request_is_an_error_line_naming_its_round() -> None:
