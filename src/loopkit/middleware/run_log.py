@@ -48,6 +48,9 @@ from loopkit.redaction import Redactor
 from loopkit.run_context import RunContext, RunEvent, current_run
 
 _NO_USAGE = UsageDetails()
+# The wall clock by its own names: ``time.monotonic``/``time.perf_counter`` (durations) are read
+# through the module, which tests replace with a fake clock.
+_wall_time, _strftime, _localtime = time.time, time.strftime, time.localtime
 
 
 def secret_values(environ: Mapping[str, str] | None = None) -> list[str]:
@@ -104,10 +107,10 @@ class _Clock:
         self._prefix = ""
 
     def now(self) -> str:
-        now = time.time()
+        now = _wall_time()
         second = int(now)
         if second != self._second:
-            self._prefix = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(second))
+            self._prefix = _strftime("%Y-%m-%dT%H:%M:%S", _localtime(second))
             self._second = second
         return f"{self._prefix}.{int((now - second) * 1000):03d}"
 
