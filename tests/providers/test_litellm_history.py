@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Annotated, Any
 
 import pytest
 
+from loopkit import Agent, ChatClientBuilder, RunLog, RunLogChatClient
 from loopkit.abstractions import (
     ChatMessage,
     ChatOptions,
@@ -162,14 +164,19 @@ def test_each_message_is_mapped_once_as_the_conversation_grows(
     # Every message mapped exactly once over 40 requests (a cache-free client maps ~1,800).
     assert [id(m) for m in mapped] == [id(m) for m in messages]
 
-    # A call's arguments changed in place: only that message and the ones after it again.
+    # A call's arguments changed in place: the stamp moved, every message is mapped again once.
     mapped.clear()
     target = messages[5 + 2 * 30]
     changed = target.contents[0]
     assert isinstance(changed, FunctionCallContent)
     changed.arguments["n"] = "changed"
     assert client.build_request(messages)["messages"] == naive(messages, caching=True)
-    assert [id(m) for m in mapped] == [id(m) for m in messages[5 + 2 * 30 :]]
+    assert [id(m) for m in mapped] == [id(m) for m in messages]
+    # ... and the next request maps only what is new again.
+    mapped.clear()
+    messages.append(ChatMessage.from_text(ChatRole.USER, "next"))
+    assert client.build_request(messages)["messages"] == naive(messages, caching=True)
+    assert [id(m) for m in mapped] == [id(messages[-1])]
 
 
 def test_two_conversations_on_one_client_do_not_mix() -> None:
@@ -285,3 +292,37 @@ async def test_edits_between_requests_reach_the_wire(wire: Wire) -> None:
     assert "Bergen" not in str(first)
     assert "Bergen" in str(second) and "Bergen: sun" in str(second)
     assert "Weather in Bergen?" in str(third) and "And tomorrow?" not in str(third)
+
+
+async def test_a_demo_stack_run_maps_each_message_once(
+    wire: Wire, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The card runner's chain (an Agent with the run log, a budget and retries over the client)
+    changes no message in place: over eight rounds each message is mapped once, not once per
+    request (a change in place anywhere would map them all again)."""
+    mapped: list[int] = []
+    real = litellm_provider.message_to_openai
+
+    def counting(index: int, message: ChatMessage) -> list[dict[str, Any]]:
+        mapped.append(id(message))
+        return real(index, message)
+
+    monkeypatch.setattr(litellm_provider, "message_to_openai", counting)
+    wire.server.script(_tool_turns(8))
+    recorder = _Recorder(ChatClientBuilder(wire.client()).use_retries().build())
+    with RunLog(tmp_path / "run.jsonl") as log:
+        agent = Agent(
+            recorder,
+            instructions="Be brief.",
+            tools=[weather],
+            middleware=[lambda inner: RunLogChatClient(inner, log)],
+            max_tokens=400_000,
+            include_detailed_errors=True,
+        )
+        result = await agent.run("Weather please.")
+    assert result.output == "done"
+    assert len(recorder.sent) == 9
+    assert len(mapped) == len(recorder.sent[-1])  # the last request's history, each once
+    assert len(set(mapped)) == len(mapped)
+    rounds = [line for line in (tmp_path / "run.jsonl").read_text().splitlines() if "round" in line]
+    assert len(rounds) >= 9

@@ -4,106 +4,50 @@ Each content item is a small pydantic model with a ``type`` discriminator, so a 
 serialises to JSON and back without losing what kind of item each part was.
 
 Messages and contents may be changed in place (a field assigned, a message's ``contents`` list
-edited). Every such change is counted (:func:`edit_count`), so that a cache of work done per
-message (a provider's request format, a token estimate) knows when it must look again instead of
-re-reading the whole history on every request: a message's ``contents`` is a
-:class:`ContentList`, a ``list`` that counts its changes.
+or a call's ``arguments`` edited). Every such change moves a stamp (:func:`edit_count`, see
+:mod:`loopkit.abstractions.watched`), so that a cache of work done per message (a provider's
+request format, a token estimate) knows when it must look again, instead of re-reading the whole
+history on every request.
 """
 
 from __future__ import annotations
 
 import base64
-import itertools
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from enum import StrEnum
-from typing import Annotated, Any, Literal, Self, SupportsIndex
+from typing import Annotated, Any, ClassVar, Literal, Self
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
-# A stamp of the latest in-place change to any message or content. Not configuration: a change
-# counter that caches compare against (any change anywhere makes them look again, which is rare;
-# the loop and the middleware make new objects rather than change old ones). ``next()`` on a
-# count is atomic, so two threads editing at once still move the stamp to a value never seen.
-_edit_stamps = itertools.count(1)
-_last_edit = [0]
+from loopkit.abstractions.watched import (
+    WatchedDict,
+    WatchedList,
+    edit_count,
+    mark_edited,
+    watched,
+)
+
+__all__ = [
+    "ChatMessage",
+    "ChatRole",
+    "Content",
+    "ContentList",
+    "DataContent",
+    "FunctionCallContent",
+    "FunctionResultContent",
+    "TextContent",
+    "UsageContent",
+    "UsageDetails",
+    "edit_count",
+]
 
 
-def edit_count() -> int:
-    """A stamp that moves with every in-place change to a message or content (a field assigned,
-    a ``contents`` list edited). A cache of per-message work whose stamp has not moved since it
-    was filled can trust the fields and contents lists of every message it has seen to be as
-    they were (values nested in a field, such as a call's ``arguments`` dict, are not watched
-    here: see :mod:`loopkit.providers.history_cache`)."""
-    return _last_edit[0]
-
-
-def _edited() -> None:
-    _last_edit[0] = next(_edit_stamps)
-
-
-class ContentList(list[Any]):
-    """A message's contents: a ``list`` that counts its in-place changes (:func:`edit_count`).
-
-    It is made when a message is validated (as pydantic copies the list anyway), assigned or
-    copied; it compares, serialises, copies and pickles as a plain list.
-    """
+class ContentList(WatchedList):
+    """A message's contents: a :class:`~loopkit.abstractions.watched.WatchedList` (a ``list``
+    that stamps its in-place changes). It is made when a message is validated (as pydantic
+    copies the list anyway), assigned or copied."""
 
     __slots__ = ()
-
-    def __setitem__(self, index: Any, value: Any) -> None:
-        super().__setitem__(index, value)
-        _edited()
-
-    def __delitem__(self, index: Any) -> None:
-        super().__delitem__(index)
-        _edited()
-
-    def __iadd__(self, values: Iterable[Any]) -> Self:  # type: ignore[misc]
-        super().__iadd__(values)
-        _edited()
-        return self
-
-    def __imul__(self, times: SupportsIndex) -> Self:
-        super().__imul__(times)
-        _edited()
-        return self
-
-    def append(self, value: Any) -> None:
-        super().append(value)
-        _edited()
-
-    def extend(self, values: Iterable[Any]) -> None:
-        super().extend(values)
-        _edited()
-
-    def insert(self, index: SupportsIndex, value: Any) -> None:
-        super().insert(index, value)
-        _edited()
-
-    def remove(self, value: Any) -> None:
-        super().remove(value)
-        _edited()
-
-    def pop(self, index: SupportsIndex = -1) -> Any:
-        value = super().pop(index)
-        _edited()
-        return value
-
-    def clear(self) -> None:
-        super().clear()
-        _edited()
-
-    def sort(self, *args: Any, **kwargs: Any) -> None:
-        super().sort(*args, **kwargs)
-        _edited()
-
-    def reverse(self) -> None:
-        super().reverse()
-        _edited()
-
-    def __reduce_ex__(self, protocol: SupportsIndex) -> tuple[Any, ...]:
-        # copy, deepcopy and pickle rebuild it from a plain list: a copy is not an edit
-        return (ContentList, (list(self),))
 
 
 class ChatRole(StrEnum):
@@ -117,10 +61,30 @@ class ChatRole(StrEnum):
 
 class _Content(BaseModel):
     model_config = ConfigDict(frozen=False, extra="forbid")
+    #: Fields holding plain data (dicts, lists) that are stored as watched copies.
+    _watched_fields: ClassVar[tuple[str, ...]] = ()
 
     def __setattr__(self, name: str, value: Any) -> None:
+        if name in self._watched_fields:
+            value = watched(value)
         super().__setattr__(name, value)
-        _edited()
+        mark_edited()
+
+    def _watch_fields(self) -> Self:
+        for name in self._watched_fields:
+            value = self.__dict__.get(name)
+            if value is not None:
+                self.__dict__[name] = watched(value)
+        return self
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
+        """A copy (see pydantic); plain data given in ``update`` is stored watched."""
+        return super().model_copy(update=update, deep=deep)._watch_fields()
+
+    @classmethod
+    def model_construct(cls, _fields_set: set[str] | None = None, **values: Any) -> Self:
+        """An unvalidated content (see pydantic), its plain data watched."""
+        return super().model_construct(_fields_set, **values)._watch_fields()
 
 
 class TextContent(_Content):
@@ -134,9 +98,14 @@ class FunctionCallContent(_Content):
     """The model asks for a tool to be called."""
 
     type: Literal["function_call"] = "function_call"
+    _watched_fields: ClassVar[tuple[str, ...]] = ("arguments",)
+
     call_id: str
     name: str
-    arguments: dict[str, Any] = Field(default_factory=dict)
+    #: A watched dict (:mod:`loopkit.abstractions.watched`): in-place changes are seen.
+    arguments: Annotated[dict[str, Any], AfterValidator(watched)] = Field(
+        default_factory=WatchedDict
+    )
     #: Set when the provider sent arguments that were not a JSON object; the loop reports it.
     arguments_error: str | None = None
 
@@ -233,7 +202,7 @@ class ChatMessage(BaseModel):
         if name == "contents" and type(value) is not ContentList:
             value = ContentList(value)
         super().__setattr__(name, value)
-        _edited()
+        mark_edited()
 
     def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
         """A copy (see pydantic); a ``contents`` given in ``update`` is stored as a
