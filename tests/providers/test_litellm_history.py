@@ -6,6 +6,8 @@ history (``to_openai_messages`` + ``add_cache_breakpoints``), or a fresh client 
 from __future__ import annotations
 
 import copy
+import threading
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Annotated, Any
@@ -326,3 +328,39 @@ async def test_a_demo_stack_run_maps_each_message_once(
     assert len(set(mapped)) == len(mapped)
     rounds = [line for line in (tmp_path / "run.jsonl").read_text().splitlines() if "round" in line]
     assert len(rounds) >= 9
+
+
+def test_threads_sharing_a_client_each_get_their_own_request(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Two threads send prefixes of one conversation through one client at once: each request
+    holds exactly its own messages (a request of the other thread growing the kept conversation
+    between reading it and copying it out would add messages to it)."""
+    real_add = litellm_provider._Wire.add
+
+    def slow_add(wire: Any, wires: list[dict[str, Any]]) -> Any:
+        time.sleep(0.0005)  # widen the window in which the other thread can run
+        return real_add(wire, wires)
+
+    monkeypatch.setattr(litellm_provider._Wire, "add", slow_add)
+    client = LiteLLMChatClient(MODELS["anthropic"], api_key=DUMMY_KEY)
+    messages = history() + [
+        ChatMessage.from_text(ChatRole.USER, f"message {i}") for i in range(120)
+    ]
+    wrong: list[int] = []
+
+    def send(lengths: range) -> None:
+        for n in lengths:
+            sent = client.build_request(messages[:n])["messages"]
+            if sent != naive(messages[:n], caching=True):
+                wrong.append(n)
+
+    threads = [
+        threading.Thread(target=send, args=(range(2, len(messages), 2),)),
+        threading.Thread(target=send, args=(range(3, len(messages), 2),)),
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert wrong == []

@@ -37,6 +37,7 @@ __all__ = ["CachedHistory", "HistoryCache"]
 
 T = TypeVar("T")
 A = TypeVar("A")
+R = TypeVar("R")
 
 #: Conversations kept per cache (the most recently used ones).
 DEFAULT_MAX_CONVERSATIONS = 16
@@ -95,24 +96,35 @@ class HistoryCache(Generic[T]):
         """How many conversations are kept."""
         return len(self._histories)
 
-    def lookup(self, messages: Sequence[ChatMessage]) -> CachedHistory[T]:
-        """The conversation of ``messages`` with a value for each of them, computing only what
-        no earlier request left valid."""
+    def read(self, messages: Sequence[ChatMessage], reader: Callable[[CachedHistory[T]], R]) -> R:
+        """``reader`` of the conversation of ``messages`` (with a value for each of them,
+        computing only what no earlier request left valid), called under the cache's lock: a
+        request of the same conversation in another thread cannot add its messages meanwhile.
+        ``reader`` returns what the request needs (copied out of the kept lists)."""
         edits = edit_count()  # read first: a change made while computing counts next time
         current = list(messages)
         with self._lock:
-            found, same = self._find(current, edits)
-            if found is not None and same == len(found.messages):
-                history = found  # the conversation went on: add the new messages
-            else:
-                kept = found.values[:same] if found is not None else []
-                history = CachedHistory(current[:same], kept, edits)
-            history.reused = same
-            compute = self._compute
-            history.values.extend(compute(i, current[i]) for i in range(same, len(current)))
-            history.messages.extend(current[same:])
-            self._remember(history)
-            return history
+            return reader(self._lookup(current, edits))
+
+    def lookup(self, messages: Sequence[ChatMessage]) -> CachedHistory[T]:
+        """The conversation of ``messages`` with a value for each of them. Its lists grow with
+        the conversation's next request: from several threads, use :meth:`read`."""
+        return self.read(messages, lambda history: history)
+
+    def _lookup(self, current: list[ChatMessage], edits: int) -> CachedHistory[T]:
+        """(Under the lock.) The conversation of ``current``, brought up to date."""
+        found, same = self._find(current, edits)
+        if found is not None and same == len(found.messages):
+            history = found  # the conversation went on: add the new messages
+        else:
+            kept = found.values[:same] if found is not None else []
+            history = CachedHistory(current[:same], kept, edits)
+        history.reused = same
+        compute = self._compute
+        history.values.extend(compute(i, current[i]) for i in range(same, len(current)))
+        history.messages.extend(current[same:])
+        self._remember(history)
+        return history
 
     def _find(self, messages: list[ChatMessage], edits: int) -> tuple[CachedHistory[T] | None, int]:
         """The kept conversation sharing the longest prefix with ``messages``, and its length."""

@@ -48,7 +48,7 @@ from loopkit.abstractions.content import (
     UsageContent,
 )
 from loopkit.errors import ProviderError
-from loopkit.providers.history_cache import HistoryCache
+from loopkit.providers.history_cache import CachedHistory, HistoryCache
 from loopkit.providers.litellm_errors import (
     classify,
     describe,
@@ -190,6 +190,13 @@ class _Wire:
         return self
 
 
+def _this_request(history: CachedHistory[list[dict[str, Any]]]) -> tuple[list[dict[str, Any]], int]:
+    """A request's own list of the conversation's wire messages (the dicts are the kept ones)
+    and the index of its last system message."""
+    wire = history.fold("wire", _Wire, _Wire.add)
+    return list(wire.messages), wire.last_system
+
+
 class LiteLLMChatClient:
     """A :class:`~loopkit.abstractions.chat.ChatClient` over ``litellm.acompletion``.
 
@@ -286,10 +293,9 @@ class LiteLLMChatClient:
         them, never change them (copy first).
         """
         model = options.model_id if options and options.model_id else self.model
-        wire = self._wire_cache.lookup(messages).fold("wire", _Wire, _Wire.add)
-        if not wire.messages:
+        wire_messages, last_system = self._wire_cache.read(messages, _this_request)
+        if not wire_messages:
             raise ValueError("messages must contain at least one message with content")
-        wire_messages = list(wire.messages)  # this request's list; the dicts are shared
         request: dict[str, Any] = {
             "model": model,
             "messages": wire_messages,
@@ -311,7 +317,7 @@ class LiteLLMChatClient:
         request.update(options_to_kwargs(options))
         _check_json_mode(model, options)
         if self.prompt_caching:
-            mark_cache_breakpoints(wire_messages, request.get("tools"), wire.last_system)
+            mark_cache_breakpoints(wire_messages, request.get("tools"), last_system)
         return request
 
     def _call_kwargs(self, request: dict[str, Any]) -> dict[str, Any]:

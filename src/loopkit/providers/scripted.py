@@ -29,7 +29,7 @@ from loopkit.abstractions.content import (
     UsageDetails,
 )
 from loopkit.errors import ScriptDivergedError, describe_validation_error
-from loopkit.providers.history_cache import HistoryCache
+from loopkit.providers.history_cache import CachedHistory, HistoryCache
 
 
 class ResultMatch(BaseModel):
@@ -247,7 +247,7 @@ class ScriptedChatClient:
     ) -> UsageDetails:
         if turn.usage is not None:
             return turn.usage
-        sent = self._chars.lookup(messages).fold("chars", int, operator.add)
+        sent = self._chars.read(messages, _sent_chars)
         # The tool schemas go with every request too, as a provider would bill them.
         tools = options.tools if options is not None else []
         sent += sum(len(t.name) + len(t.description) + len(json.dumps(t.parameters)) for t in tools)
@@ -286,6 +286,10 @@ def _message_chars(index: int, message: ChatMessage) -> int:
         + len(json.dumps(getattr(c, "arguments", {})))
         for c in message.contents
     )
+
+
+def _sent_chars(history: CachedHistory[int]) -> int:
+    return history.fold("chars", int, operator.add)
 
 
 def _latest_results(
