@@ -193,3 +193,16 @@ def test_a_watched_list_is_still_a_plain_list_to_its_readers() -> None:
     m.contents = mine
     mine.append(TextContent(text="later"))
     assert m.text == "mine"
+
+
+def test_only_plain_dicts_and_lists_are_copied_into_watched_ones() -> None:
+    from collections import OrderedDict, defaultdict
+
+    from loopkit.abstractions.watched import watched
+
+    counts: defaultdict[str, int] = defaultdict(int)
+    ordered = OrderedDict(a=1)
+    data = watched({"counts": counts, "ordered": ordered, "pair": (1, [2]), "list": [{"a": 1}]})
+    assert data["counts"] is counts and data["ordered"] is ordered  # their behaviour kept
+    assert data["pair"] == (1, [2]) and type(data["pair"][1]) is list  # inside a tuple: as is
+    assert type(data["list"]) is WatchedList and type(data["list"][0]) is WatchedDict

@@ -11,7 +11,7 @@ filled while it was ``n`` can trust every message it saw while it is still ``n``
 
 They compare, serialise (``json``, pydantic), copy and pickle as plain lists and dicts; copies,
 deep copies and unpickled ones are watched too. A mutable value of another kind put inside (a
-set, an object) is not watched.
+set, an object, a ``dict`` subclass) is not watched.
 """
 
 from __future__ import annotations
@@ -42,12 +42,14 @@ def mark_edited() -> None:
 
 
 def watched(value: Any) -> Any:
-    """``value`` with every ``dict`` and ``list`` in it (itself included) made watched copies;
-    anything else is kept as it is."""
-    if isinstance(value, dict):
+    """``value`` with every plain ``dict`` and ``list`` in it (itself included) made watched
+    copies; anything else (a tuple, a set, a ``dict`` or ``list`` subclass such as a
+    ``defaultdict``, whose behaviour a copy would lose) is kept as it is."""
+    kind = type(value)
+    if kind is dict or kind is WatchedDict:
         return WatchedDict({k: watched(v) for k, v in value.items()})
-    if isinstance(value, list):
-        return WatchedList(watched(v) for v in value)
+    if kind is list or kind is WatchedList:
+        return WatchedList([watched(v) for v in value])
     return value
 
 
