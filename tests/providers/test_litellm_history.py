@@ -28,6 +28,7 @@ from loopkit.abstractions import (
 from loopkit.middleware.delegating import DelegatingChatClient
 from loopkit.middleware.function_invocation import FunctionInvokingChatClient
 from loopkit.providers import litellm as litellm_provider
+from loopkit.providers import litellm_mapping
 from loopkit.providers.litellm import LiteLLMChatClient
 from loopkit.providers.litellm_mapping import add_cache_breakpoints, to_openai_messages
 from tests.fakes.fake_llm_server import FakeLLMServer, ScriptedToolCall, Turn
@@ -336,13 +337,13 @@ def test_threads_sharing_a_client_each_get_their_own_request(
     """Two threads send prefixes of one conversation through one client at once: each request
     holds exactly its own messages (a request of the other thread growing the kept conversation
     between reading it and copying it out would add messages to it)."""
-    real_add = litellm_provider._Wire.add
+    real_add = litellm_mapping.WireHistory.add
 
     def slow_add(wire: Any, wires: list[dict[str, Any]]) -> Any:
         time.sleep(0.0005)  # widen the window in which the other thread can run
         return real_add(wire, wires)
 
-    monkeypatch.setattr(litellm_provider._Wire, "add", slow_add)
+    monkeypatch.setattr(litellm_mapping.WireHistory, "add", slow_add)
     client = LiteLLMChatClient(MODELS["anthropic"], api_key=DUMMY_KEY)
     messages = history() + [
         ChatMessage.from_text(ChatRole.USER, f"message {i}") for i in range(120)

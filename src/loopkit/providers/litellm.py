@@ -48,7 +48,7 @@ from loopkit.abstractions.content import (
     UsageContent,
 )
 from loopkit.errors import ProviderError
-from loopkit.providers.history_cache import CachedHistory, HistoryCache
+from loopkit.providers.history_cache import HistoryCache
 from loopkit.providers.litellm_errors import (
     classify,
     describe,
@@ -66,6 +66,7 @@ from loopkit.providers.litellm_mapping import (
     mark_cache_breakpoints,
     message_to_openai,
     options_to_kwargs,
+    request_messages,
     str_mapping,
     to_response_format,
 )
@@ -173,30 +174,6 @@ def _provider_of(model: str) -> str:
     return model.split("/", 1)[0] if "/" in model else "litellm"
 
 
-class _Wire:
-    """A conversation's OpenAI-format messages, flattened, and where its last system one is."""
-
-    __slots__ = ("last_system", "messages")
-
-    def __init__(self) -> None:
-        self.messages: list[dict[str, Any]] = []
-        self.last_system = -1
-
-    def add(self, wires: list[dict[str, Any]]) -> _Wire:
-        for wire in wires:
-            if wire["role"] == "system":
-                self.last_system = len(self.messages)
-            self.messages.append(wire)
-        return self
-
-
-def _this_request(history: CachedHistory[list[dict[str, Any]]]) -> tuple[list[dict[str, Any]], int]:
-    """A request's own list of the conversation's wire messages (the dicts are the kept ones)
-    and the index of its last system message."""
-    wire = history.fold("wire", _Wire, _Wire.add)
-    return list(wire.messages), wire.last_system
-
-
 class LiteLLMChatClient:
     """A :class:`~loopkit.abstractions.chat.ChatClient` over ``litellm.acompletion``.
 
@@ -293,7 +270,7 @@ class LiteLLMChatClient:
         them, never change them (copy first).
         """
         model = options.model_id if options and options.model_id else self.model
-        wire_messages, last_system = self._wire_cache.read(messages, _this_request)
+        wire_messages, last_system = self._wire_cache.read(messages, request_messages)
         if not wire_messages:
             raise ValueError("messages must contain at least one message with content")
         request: dict[str, Any] = {

@@ -22,6 +22,7 @@ from loopkit.abstractions.content import (
     UsageDetails,
 )
 from loopkit.abstractions.tools import Tool
+from loopkit.providers.history_cache import CachedHistory
 
 #: Anthropic's prompt-cache breakpoint marker; litellm copies it onto the Anthropic blocks.
 EPHEMERAL: dict[str, str] = {"type": "ephemeral"}
@@ -99,6 +100,33 @@ def message_to_openai(index: int, m: ChatMessage) -> list[dict[str, Any]]:
     for r in results:
         out.append({"role": "tool", "tool_call_id": r.call_id, "content": r.result})
     return out
+
+
+class WireHistory:
+    """A conversation's OpenAI-format messages, flattened, and where its last system one is."""
+
+    __slots__ = ("last_system", "messages")
+
+    def __init__(self) -> None:
+        self.messages: list[dict[str, Any]] = []
+        self.last_system = -1
+
+    def add(self, wires: list[dict[str, Any]]) -> WireHistory:
+        for wire in wires:
+            if wire["role"] == "system":
+                self.last_system = len(self.messages)
+            self.messages.append(wire)
+        return self
+
+
+def request_messages(
+    history: CachedHistory[list[dict[str, Any]]],
+) -> tuple[list[dict[str, Any]], int]:
+    """(A :meth:`HistoryCache.read` reader.) A request's own list of the conversation's wire
+    messages (the dicts are the kept ones: never change them) and the index of its last system
+    message."""
+    wire = history.fold("wire", WireHistory, WireHistory.add)
+    return list(wire.messages), wire.last_system
 
 
 def to_openai_tools(tools: Sequence[Tool]) -> list[dict[str, Any]]:
