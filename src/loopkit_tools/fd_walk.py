@@ -41,6 +41,8 @@ class Listing:
     """That limit."""
     unnamable: int = 0
     """Entries whose name read_file could not take (not UTF-8, control characters, ...)."""
+    stamps: dict[str, tuple[int, int, int]] = field(default_factory=dict)
+    """When asked for: each listed file's (mtime in ns, size, inode), to notice a change cheaply."""
 
     def notes(self) -> list[str]:
         """One line for each thing left out, for the model; nothing when the listing is whole."""
@@ -80,6 +82,8 @@ class TreeWalk:
         nameable: False for a workspace-relative path that read_file would refuse as written.
         link_is_file: True for the path of a symlink that read_file would read (it resolves to a
             regular file inside the readable folders).
+        stamps: also record each file's (mtime, size, inode) in ``listing.stamps`` (a symlink's
+            target's).
     """
 
     def __init__(
@@ -91,8 +95,10 @@ class TreeWalk:
         excluded: Callable[[str], bool],
         nameable: Callable[[str], bool],
         link_is_file: Callable[[str], bool],
+        stamps: bool = False,
     ) -> None:
         self.cap = cap
+        self._stamps = stamps
         self.listing = Listing(budget=budget, max_chars=max_chars)
         self._excluded = excluded
         self._nameable = nameable
@@ -135,6 +141,10 @@ class TreeWalk:
         else:
             self.listing.more += 1
 
+    def _stamp(self, rel: str, st: os.stat_result) -> None:
+        if self._stamps:
+            self.listing.stamps[rel] = (st.st_mtime_ns, st.st_size, st.st_ino)
+
     def _scan(self, fd: int, prefix: str) -> list[tuple[str, str, int]]:
         """The listable entries of one folder, sorted last-first (so ``pop`` gives the first)."""
         listing = self.listing
@@ -159,10 +169,13 @@ class TreeWalk:
                     if entry.is_dir(follow_symlinks=False):
                         entries.append((name + "/", name, _DIR))
                     elif entry.is_file(follow_symlinks=False):
-                        if entry.stat(follow_symlinks=False).st_nlink == 1:  # as read_file wants
+                        st = entry.stat(follow_symlinks=False)
+                        if st.st_nlink == 1:  # as read_file wants
                             entries.append((name, name, _FILE))
+                            self._stamp(rel, st)
                     elif entry.is_symlink() and self._link_is_file(rel):
                         entries.append((name, name, _FILE))
+                        self._stamp(rel, entry.stat(follow_symlinks=True))
                 except OSError:
                     continue  # removed while being listed
         entries.sort(reverse=True)
