@@ -1,0 +1,215 @@
+"""``NoteIndex``: full-text search of the notes with SQLite FTS5, ranked by BM25.
+
+The index is a SQLite file built from the note files and brought up to date before every search:
+the notes folder is listed with each file's (mtime, size, inode) (one listing through the guard,
+no file read), compared with the stamps stored beside the index, and only new or changed notes are
+read and indexed again; removed ones are dropped. So a note written by ``write_note``, by the
+model's ``write_file``, by a human or by ``git checkout`` is found by the next search.
+
+The index file is a cache, kept outside the repository (by default in the notebook's cache folder,
+named by the notes folder's real path): it is derived from the notes, so it must not be committed,
+and outside the repository neither git nor the model's file tools see it.
+
+Ranking: BM25 over the columns title, symptom, body and topic, the symptom weighted most (a search
+is by symptom), words stemmed (Porter) so "reverts" finds "reverted". The query's words are joined
+with OR, so a note matching more of them ranks higher and none has to match all.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import sqlite3
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from loopkit.abstractions import ToolError
+from loopkit_tools.memory.models import Note, sections
+from loopkit_tools.memory.notebook import Notebook, NotesError
+
+_SCHEMA_VERSION = 1
+# bm25() weights, in column order: path, kind (not searched), topic, title, symptom, body
+_WEIGHTS = "0.0, 0.0, 1.0, 4.0, 8.0, 1.0"
+_WORD = re.compile(r"\w+")
+_STOPWORDS = frozenset(
+    re.findall(
+        r"\w+",
+        "a an and are as at be but by for from has have i in is it its of on or that the then "
+        "this to was were when where which while with",
+    )
+)
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    """One note found: where, what, and its BM25 score (lower is better, as SQLite gives it)."""
+
+    path: str
+    kind: str
+    topic: str
+    title: str
+    summary: str
+    score: float
+
+
+@dataclass(frozen=True)
+class Refresh:
+    """What bringing the index up to date did."""
+
+    added: int = 0
+    changed: int = 0
+    removed: int = 0
+    unreadable: tuple[str, ...] = ()
+    """Note files that could not be read (indexed as nothing until they change)."""
+
+    @property
+    def touched(self) -> int:
+        """Notes indexed or dropped."""
+        return self.added + self.changed + self.removed
+
+
+def query_words(text: str) -> list[str]:
+    """The searchable words of ``text``: lowercased, without stopwords, each once."""
+    words: list[str] = []
+    for word in _WORD.findall(text.casefold()):
+        if word not in _STOPWORDS and word not in words:
+            words.append(word)
+    return words
+
+
+class NoteIndex:
+    """The FTS5 index of one :class:`Notebook`.
+
+    Args:
+        notebook: the notes it indexes.
+        path: the index file; by default ``<notebook.cache_dir>/<notebook.key>.sqlite3``.
+    """
+
+    def __init__(self, notebook: Notebook, path: str | os.PathLike[str] | None = None) -> None:
+        self.notebook = notebook
+        self.path = (
+            Path(path) if path is not None else notebook.cache_dir / f"{notebook.key}.sqlite3"
+        )
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        # check_same_thread=False: tools run in worker threads; a lock-free connection is used
+        # by one call at a time (the loop awaits each tool), and SQLite serialises the rest.
+        self._db = sqlite3.connect(self.path, timeout=30, check_same_thread=False)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._create()
+
+    def close(self) -> None:
+        """Close the index file."""
+        self._db.close()
+
+    def __enter__(self) -> NoteIndex:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _create(self) -> None:
+        version = self._db.execute("PRAGMA user_version").fetchone()[0]
+        if version != _SCHEMA_VERSION:
+            with self._transaction():
+                self._db.execute("DROP TABLE IF EXISTS stamps")
+                self._db.execute("DROP TABLE IF EXISTS notes")
+                self._db.execute(
+                    "CREATE TABLE stamps (path TEXT PRIMARY KEY, mtime INTEGER, size INTEGER, "
+                    "inode INTEGER)"
+                )
+                self._db.execute(
+                    "CREATE VIRTUAL TABLE notes USING fts5(path UNINDEXED, kind UNINDEXED, "
+                    "topic, title, symptom, body, tokenize='porter unicode61')"
+                )
+                self._db.execute(f"PRAGMA user_version={_SCHEMA_VERSION}")
+
+    @contextlib.contextmanager
+    def _transaction(self) -> Iterator[None]:
+        self._db.execute("BEGIN IMMEDIATE")  # one writer at a time, between processes too
+        try:
+            yield
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        self._db.execute("COMMIT")
+
+    def refresh(self) -> Refresh:
+        """Bring the index up to date with the note files; reads only new or changed notes."""
+        current = self.notebook.note_stamps()
+        stored = {
+            path: (mtime, size, inode)
+            for path, mtime, size, inode in self._db.execute("SELECT * FROM stamps")
+        }
+        if current == stored:
+            return Refresh()
+        changed = [p for p, stamp in current.items() if stored.get(p) != stamp]
+        removed = [p for p in stored if p not in current]
+        unreadable: list[str] = []
+        with self._transaction():
+            for path in removed:
+                self._db.execute("DELETE FROM notes WHERE path = ?", (path,))
+                self._db.execute("DELETE FROM stamps WHERE path = ?", (path,))
+            for path in changed:
+                self._db.execute("DELETE FROM notes WHERE path = ?", (path,))
+                try:
+                    text = self.notebook.read(path)
+                except ToolError:  # refused by the guard (a hard link, not UTF-8, ...)
+                    unreadable.append(path)
+                else:
+                    self._db.execute(
+                        "INSERT INTO notes VALUES (?, ?, ?, ?, ?, ?)", (path, *_columns(text))
+                    )
+                mtime, size, inode = current[path]
+                self._db.execute(
+                    "INSERT OR REPLACE INTO stamps VALUES (?, ?, ?, ?)", (path, mtime, size, inode)
+                )
+        added = sum(1 for p in changed if p not in stored)
+        return Refresh(
+            added=added,
+            changed=len(changed) - added,
+            removed=len(removed),
+            unreadable=tuple(unreadable),
+        )
+
+    def search(self, symptom: str, limit: int = 5) -> list[SearchHit]:
+        """The notes that best match ``symptom``, best first (after a :meth:`refresh`)."""
+        if not isinstance(symptom, str) or not symptom.strip():
+            raise NotesError(
+                f"symptom {symptom!r} is empty; describe what you saw, e.g. 'value reverts "
+                "after save'"
+            )
+        if not isinstance(limit, int) or not 1 <= limit <= 50:
+            raise NotesError(f"limit {limit!r} must be a whole number from 1 to 50")
+        words = query_words(symptom)
+        if not words:
+            raise NotesError(
+                f"symptom {symptom!r} has no searchable word (only stopwords or punctuation)"
+            )
+        self.refresh()
+        match = " OR ".join('"' + word.replace('"', '""') + '"' for word in words)
+        rows = self._db.execute(
+            f"SELECT path, kind, topic, title, symptom, bm25(notes, {_WEIGHTS}) AS score "
+            "FROM notes WHERE notes MATCH ? ORDER BY score LIMIT ?",
+            (match, limit),
+        ).fetchall()
+        return [
+            SearchHit(path=path, kind=kind, topic=topic, title=title, summary=summary, score=score)
+            for path, kind, topic, title, summary, score in rows
+        ]
+
+
+def _columns(text: str) -> tuple[str, str, str, str, str]:
+    """kind, topic, title, summary (the symptom, or what stands for it) and body of a note file;
+    a note that does not parse is indexed by its raw text."""
+    try:
+        note = Note.from_markdown(text)
+    except ValueError:
+        parts = sections(text)
+        title = next((line[2:] for line in text.splitlines() if line.startswith("# ")), "")
+        return "", "", title, parts.get("Symptom", ""), text
+    summary = note.symptom or note.summary()
+    rest = [note.cause, note.fix, *note.steps]
+    return note.kind, note.topic, note.title, summary, "\n".join(filter(None, rest))
