@@ -1,0 +1,150 @@
+"""Search: FTS5 ranks the right note first in a generated corpus; the index follows the files."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from loopkit_tools.memory import MemoryTools, Note, Notebook, NoteIndex, NotesError
+from tests.memory.conftest import git
+from tests.memory.corpus import corpus
+
+CORPUS_SIZE = 320
+
+
+def _write_files(repo: Path, notes: list[Note]) -> None:
+    """The note files as a human or ``git checkout`` would leave them (no router update)."""
+    for note in notes:
+        path = repo / "notes" / note.topic / f"{note.slug}.md"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(note.to_markdown(), encoding="utf-8")
+
+
+def test_fts5_is_available() -> None:
+    db = sqlite3.connect(":memory:")
+    db.execute("CREATE VIRTUAL TABLE t USING fts5(a, tokenize='porter unicode61')")
+
+
+def test_the_right_note_ranks_first_for_each_symptom_query(repo: Path, cache: Path) -> None:
+    items = corpus(CORPUS_SIZE)
+    _write_files(repo, [item.note for item in items])
+    with NoteIndex(Notebook(repo, cache_dir=cache)) as index:
+        assert index.refresh().added == CORPUS_SIZE
+        misses = []
+        for item in items:
+            hits = index.search(item.query, limit=5)
+            # distractors: other notes of the same control or behaviour match part of the query
+            assert len(hits) == 5, item.query
+            expected = f"notes/{item.note.topic}/{item.note.slug}.md"
+            if hits[0].path != expected:
+                misses.append((item.query, expected, hits[0].path))
+    assert misses == []
+
+
+def test_a_grep_for_the_whole_query_finds_nothing(repo: Path) -> None:
+    # What the reference's grep would do with the same queries: the words are inflected
+    # differently from the notes, so a literal search of the phrase finds no note at all.
+    items = corpus(60)
+    _write_files(repo, [item.note for item in items])
+    texts = [p.read_text().casefold() for p in (repo / "notes").rglob("*.md")]
+    assert sum(any(item.query in text for text in texts) for item in items) == 0
+
+
+def test_index_is_rebuilt_when_notes_change(repo: Path, cache: Path) -> None:
+    items = corpus(40)
+    _write_files(repo, [item.note for item in items])
+    notebook = Notebook(repo, cache_dir=cache)
+    with NoteIndex(notebook) as index:
+        assert index.refresh().added == 40
+        assert index.refresh().touched == 0  # nothing changed: nothing read
+        first = repo / "notes" / items[0].note.topic / f"{items[0].note.slug}.md"
+        assert index.search("marmalade jar", 5) == []
+
+        # edited in place by a human: same name, same inode, new content
+        text = first.read_text().replace("## Cause", "## Cause\nA marmalade jar on the keyboard.")
+        with first.open("r+", encoding="utf-8") as f:
+            f.write(text)
+        refresh = index.refresh()
+        assert (refresh.added, refresh.changed, refresh.removed) == (0, 1, 0)
+        assert [hit.path for hit in index.search("marmalade jar", 5)] == [
+            str(first.relative_to(repo))
+        ]
+
+        # removed (as git checkout of an older commit would)
+        first.unlink()
+        assert index.search("marmalade jar", 5) == []
+
+        # a new file the model wrote with write_file
+        new = Note(
+            kind="verdict", topic="saving", title="Autosave", verdict="Autosave loses zebra rows."
+        )
+        _write_files(repo, [new])
+        assert [hit.path for hit in index.search("zebra", 5)] == ["notes/saving/autosave.md"]
+
+
+def test_the_index_lives_outside_the_repository(repo: Path, cache: Path) -> None:
+    with MemoryTools(repo, cache_dir=cache) as memory:
+        memory.write_note("verdict", "saving", "Autosave", verdict="Autosave works.")
+        assert "1 notes match" in memory.search_notes("autosave")
+        assert memory.index.path.parent == cache
+        assert memory.index.path.exists()
+    status = git(repo, "status", "--porcelain", "--untracked-files=all").splitlines()
+    assert sorted(status) == [
+        "?? notes/README.md",
+        "?? notes/saving.md",
+        "?? notes/saving/autosave.md",
+    ]
+
+
+def test_an_index_from_another_schema_is_rebuilt(repo: Path, cache: Path) -> None:
+    _write_files(repo, [item.note for item in corpus(5)])
+    notebook = Notebook(repo, cache_dir=cache)
+    with NoteIndex(notebook) as index:
+        index.refresh()
+        path = index.path
+    db = sqlite3.connect(path)
+    db.execute("PRAGMA user_version=99")
+    db.commit()
+    db.close()
+    with NoteIndex(notebook) as index:
+        assert index.refresh().added == 5
+
+
+def test_an_unparsable_note_is_still_found_by_its_text(repo: Path, cache: Path) -> None:
+    folder = repo / "notes" / "misc"
+    folder.mkdir(parents=True)
+    (folder / "scribble.md").write_text("# Scribble\n\nThe quokka dialog hangs.\n")
+    with NoteIndex(Notebook(repo, cache_dir=cache)) as index:
+        hits = index.search("quokka hangs", 5)
+    assert [(h.path, h.kind, h.title) for h in hits] == [("notes/misc/scribble.md", "", "Scribble")]
+
+
+@pytest.mark.parametrize(
+    ("symptom", "message"),
+    [
+        ("", "symptom '' is empty"),
+        ("   ", "symptom '   ' is empty"),
+        ("the and of", "has no searchable word"),
+    ],
+)
+def test_a_search_without_words_is_refused(memory: MemoryTools, symptom: str, message: str) -> None:
+    with pytest.raises(NotesError, match=message):
+        memory.search_notes(symptom)
+
+
+def test_a_limit_out_of_range_is_refused(memory: MemoryTools) -> None:
+    with pytest.raises(NotesError, match="limit 0 must be a whole number from 1 to 50"):
+        memory.search_notes("value reverts", limit=0)
+
+
+def test_a_note_behind_a_hard_link_is_not_indexed(repo: Path, cache: Path) -> None:
+    _write_files(repo, [item.note for item in corpus(2)])
+    outside = repo.parent / "secret.md"
+    outside.write_text("---\nkind: verdict\ntopic: x\n---\n# S\n\n## Verdict\nplatypus\n")
+    (repo / "notes" / "x").mkdir()
+    os.link(outside, repo / "notes" / "x" / "secret.md")
+    with NoteIndex(Notebook(repo, cache_dir=cache)) as index:
+        assert index.search("platypus", 5) == []
