@@ -44,10 +44,13 @@ def test_parse_reads_terms_and_wrong_terms() -> None:
     [
         ("The Bill was saved.", [("Bill", "invoice", 1, 5)]),
         ("Billing and billed bills are fine.", []),
-        ("A POP-UP opened.\nThen a pop up\nwindow.", [
-            ("POP-UP", "dialog", 1, 3),
-            ("pop up\nwindow", "dialog", 2, 8),
-        ]),
+        (
+            "A POP-UP opened.\nThen a pop up\nwindow.",
+            [
+                ("POP-UP", "dialog", 1, 3),
+                ("pop up\nwindow", "dialog", 2, 8),
+            ],
+        ),
         ("Send it by e-mail, then bill.", [("e-mail", "email", 1, 12), ("bill", "invoice", 1, 25)]),
         ("e-mails and pop-ups", []),
         ("", []),

@@ -35,7 +35,10 @@ def test_rules_are_numbered_scoped_and_read_by_scope(memory: MemoryTools, repo: 
         "3. [all] Dates are YYYY-MM-DD",
     ]
     assert "2. [documentation]" in memory.read_rules("documentation")
-    assert memory.read_rules("concept") == "Rules in scope 'concept' (cite the numbers you applied in your report):\n3. [all] Dates are YYYY-MM-DD"
+    assert (
+        memory.read_rules("concept")
+        == "Rules in scope 'concept' (cite the numbers you applied in your report):\n3. [all] Dates are YYYY-MM-DD"
+    )
     assert memory.add_rule("Read back every value", "test") == (
         "Rule 1 [test] already says this; nothing added."
     )
@@ -48,7 +51,7 @@ def test_numbers_survive_hand_edits_and_retired_rules(memory: MemoryTools, repo:
     # a human retires rule 2 and reorders the file; numbers stay, the next one is 4
     text = path.read_text().replace("2. [test] two", "2. [retired] two")
     lines = text.splitlines()
-    path.write_text("\n".join(lines[:-3] + [lines[-1], lines[-3], lines[-2]]) + "\n")
+    path.write_text("\n".join([*lines[:-3], lines[-1], lines[-3], lines[-2]]) + "\n")
     assert memory.add_rule("four", "test") == "Added rule 4 [test]: four"
     rules = parse_rules(path.read_text())
     assert [(r.number, r.scope, r.text) for r in rules] == [
