@@ -41,8 +41,6 @@ class Listing:
     """That limit."""
     unnamable: int = 0
     """Entries whose name read_file could not take (not UTF-8, control characters, ...)."""
-    stamps: dict[str, tuple[int, int, int]] = field(default_factory=dict)
-    """When asked for: each listed file's (mtime in ns, size, inode), to notice a change cheaply."""
 
     def notes(self) -> list[str]:
         """One line for each thing left out, for the model; nothing when the listing is whole."""
@@ -82,8 +80,6 @@ class TreeWalk:
         nameable: False for a workspace-relative path that read_file would refuse as written.
         link_is_file: True for the path of a symlink that read_file would read (it resolves to a
             regular file inside the readable folders).
-        stamps: also record each file's (mtime, size, inode) in ``listing.stamps`` (a symlink's
-            target's).
     """
 
     def __init__(
@@ -95,10 +91,8 @@ class TreeWalk:
         excluded: Callable[[str], bool],
         nameable: Callable[[str], bool],
         link_is_file: Callable[[str], bool],
-        stamps: bool = False,
     ) -> None:
         self.cap = cap
-        self._stamps = stamps
         self.listing = Listing(budget=budget, max_chars=max_chars)
         self._excluded = excluded
         self._nameable = nameable
@@ -141,10 +135,6 @@ class TreeWalk:
         else:
             self.listing.more += 1
 
-    def _stamp(self, rel: str, st: os.stat_result) -> None:
-        if self._stamps:
-            self.listing.stamps[rel] = (st.st_mtime_ns, st.st_size, st.st_ino)
-
     def _scan(self, fd: int, prefix: str) -> list[tuple[str, str, int]]:
         """The listable entries of one folder, sorted last-first (so ``pop`` gives the first)."""
         listing = self.listing
@@ -169,14 +159,62 @@ class TreeWalk:
                     if entry.is_dir(follow_symlinks=False):
                         entries.append((name + "/", name, _DIR))
                     elif entry.is_file(follow_symlinks=False):
-                        st = entry.stat(follow_symlinks=False)
-                        if st.st_nlink == 1:  # as read_file wants
+                        if entry.stat(follow_symlinks=False).st_nlink == 1:  # as read_file wants
                             entries.append((name, name, _FILE))
-                            self._stamp(rel, st)
                     elif entry.is_symlink() and self._link_is_file(rel):
                         entries.append((name, name, _FILE))
-                        self._stamp(rel, entry.stat(follow_symlinks=True))
                 except OSError:
                     continue  # removed while being listed
         entries.sort(reverse=True)
         return entries
+
+
+Stamp = tuple[int, int, int]
+"""A file's (mtime in ns, size, inode): what changes when the file does."""
+
+
+def stamp_tree(top_fd: int, top: str, excluded: Callable[[str], bool]) -> dict[str, Stamp]:
+    """Every regular file with one link under the open folder ``top_fd`` (owned and closed here),
+    named ``top``: its relative path and :data:`Stamp`. Folders are opened ``O_NOFOLLOW`` relative
+    to their parent, symlinks are not followed, ``excluded`` names are skipped.
+
+    Unlike :class:`TreeWalk` nothing is sorted, capped or checked for a name read_file would take
+    (reading such a file is refused then): it is the cheap question "did anything change?".
+    """
+    stamps: dict[str, Stamp] = {}
+    pending = [(top_fd, top)]
+    try:
+        while pending:
+            fd, prefix = pending.pop()
+            try:
+                _stamp_folder(fd, prefix, excluded, stamps, pending)
+            finally:
+                os.close(fd)
+    finally:
+        for fd, _prefix in pending:  # only after an unexpected error
+            os.close(fd)
+    return stamps
+
+
+def _stamp_folder(
+    fd: int,
+    prefix: str,
+    excluded: Callable[[str], bool],
+    stamps: dict[str, Stamp],
+    pending: list[tuple[int, str]],
+) -> None:
+    with os.scandir(fd) as it:
+        for entry in it:
+            name = entry.name
+            if excluded(name):
+                continue
+            rel = f"{prefix}/{name}" if prefix else name
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    pending.append((os.open(name, DIR_FLAGS, dir_fd=fd), rel))
+                elif entry.is_file(follow_symlinks=False):
+                    st = entry.stat(follow_symlinks=False)
+                    if st.st_nlink == 1:
+                        stamps[rel] = (st.st_mtime_ns, st.st_size, st.st_ino)
+            except OSError:
+                continue  # removed or swapped while being looked at

@@ -42,7 +42,7 @@ from loopkit_tools.fd_paths import (
     os_refusal,
     resolve,
 )
-from loopkit_tools.fd_walk import Listing, TreeWalk
+from loopkit_tools.fd_walk import Listing, Stamp, TreeWalk, stamp_tree
 from loopkit_tools.fd_write import Staged, rename_all, write_new
 
 __all__ = ["Listing", "PathRefusedError", "WorkspaceGuard"]
@@ -488,7 +488,7 @@ class WorkspaceGuard:
         except PathRefusedError:
             return False
 
-    def listing(self, folder: str = "", *, stamps: bool = False) -> Listing:
+    def listing(self, folder: str = "") -> Listing:
         """The readable files under ``folder`` (all readable folders if ""), sorted, capped.
 
         At most ``max_list_entries`` paths, then the rest counted; at most ``max_list_scan``
@@ -505,7 +505,6 @@ class WorkspaceGuard:
             excluded=lambda name: is_git_name(name) or patterns.match(name) is not None,
             nameable=self._nameable,
             link_is_file=self._link_is_file,
-            stamps=stamps,
         )
         explicit = folder not in ("", ".", "./")
         tops = [_without_trailing_slash(folder)] if explicit else self._list_tops()
@@ -542,6 +541,30 @@ class WorkspaceGuard:
             if not any(len(q) < len(p) and self._inside(p, q) for q in parts)
         ]
         return [f for p, f in sorted(tops, key=lambda pf: "/".join(pf[0]) + "/")]
+
+    def stamps(self, folder: str) -> dict[str, Stamp]:
+        """Each regular file under the readable ``folder`` with its (mtime in ns, size, inode),
+        to notice cheaply that files changed; a missing folder has none. Symlinks are not
+        followed; ``list_exclude`` names and ``.git`` are left out."""
+        patterns = re.compile("|".join(fnmatch.translate(p) for p in self.list_exclude) or "(?!)")
+        cleaned = _without_trailing_slash(folder)
+        with self._located(cleaned, "folder", self.read_folders, "list") as (_shown, resolved):
+            if resolved.name is not None and resolved.stat is None:
+                return {}
+            self._check_is_folder(folder, resolved)
+            try:
+                here = resolved.chain.fd()
+                if resolved.name is None:
+                    fd = os.dup(here)
+                else:
+                    fd = os.open(resolved.name, DIR_FLAGS, dir_fd=here)
+                return stamp_tree(
+                    fd,
+                    "/".join(resolved.parts),
+                    lambda name: is_git_name(name) or patterns.match(name) is not None,
+                )
+            except OSError as e:
+                raise os_refusal(e, repr(folder), "list") from None
 
     def list_files(self, folder: str = "") -> list[str]:
         """Workspace-relative paths of the readable files under ``folder`` (all readable if "").

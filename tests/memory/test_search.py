@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import time
 from pathlib import Path
 
 import pytest
@@ -15,12 +16,15 @@ from tests.memory.corpus import corpus
 CORPUS_SIZE = 320
 
 
-def _write_files(repo: Path, notes: list[Note]) -> None:
-    """The note files as a human or ``git checkout`` would leave them (no router update)."""
+def _write_files(repo: Path, notes: list[Note], *, age_s: float = 60) -> None:
+    """The note files as a human or ``git checkout`` would leave them (no router update),
+    ``age_s`` seconds old (a file changed just before the index looked is read again)."""
+    when = time.time() - age_s
     for note in notes:
         path = repo / "notes" / note.topic / f"{note.slug}.md"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(note.to_markdown(), encoding="utf-8")
+        os.utime(path, (when, when))
 
 
 def test_fts5_is_available() -> None:
@@ -69,6 +73,11 @@ def test_index_is_rebuilt_when_notes_change(repo: Path, cache: Path) -> None:
             f.write(text)
         refresh = index.refresh()
         assert (refresh.added, refresh.changed, refresh.removed) == (0, 1, 0)
+        # changed just now: read again by the next refresh too, until it is older than a tick
+        assert index.refresh().changed == 1
+        os.utime(first, (time.time() - 60, time.time() - 60))
+        assert index.refresh().changed == 1
+        assert index.refresh().touched == 0
         assert [hit.path for hit in index.search("marmalade jar", 5)] == [
             str(first.relative_to(repo))
         ]
@@ -148,3 +157,20 @@ def test_a_note_behind_a_hard_link_is_not_indexed(repo: Path, cache: Path) -> No
     os.link(outside, repo / "notes" / "x" / "secret.md")
     with NoteIndex(Notebook(repo, cache_dir=cache)) as index:
         assert index.search("platypus", 5) == []
+
+
+def test_a_change_within_the_same_clock_tick_is_not_missed(repo: Path, cache: Path) -> None:
+    # File times come from a coarse clock: a note rewritten within one tick, to the same size,
+    # keeps its stamp. Here the rewrite sets the very same mtime to make that certain.
+    path = repo / "notes" / "t" / "n.md"
+    path.parent.mkdir(parents=True)
+    note = Note(kind="verdict", topic="t", title="N", verdict="walrus")
+    path.write_text(note.to_markdown())
+    with NoteIndex(Notebook(repo, cache_dir=cache)) as index:
+        assert len(index.search("walrus", 5)) == 1
+        stamp = path.stat()
+        path.write_text(note.model_copy(update={"verdict": "narwal"}).to_markdown())
+        os.utime(path, ns=(stamp.st_atime_ns, stamp.st_mtime_ns))
+        assert path.stat().st_size == stamp.st_size
+        assert len(index.search("narwal", 5)) == 1
+        assert index.search("walrus", 5) == []

@@ -71,13 +71,24 @@ def test_a_failed_rename_puts_the_renamed_files_back(
     assert _leftovers(tmp_path) == []
 
 
-def test_listing_stamps_change_with_the_file(tmp_path: Path) -> None:
+def test_stamps_change_with_the_file(tmp_path: Path) -> None:
     guard = _guard(tmp_path)
-    (tmp_path / "notes" / "a.md").write_text("one")
-    before = guard.listing("notes", stamps=True).stamps
-    assert set(before) == {"notes/a.md"}
-    assert guard.listing("notes").stamps == {}
-    (tmp_path / "notes" / "a.md").write_text("two!")
-    after = guard.listing("notes", stamps=True).stamps
+    notes = tmp_path / "notes"
+    (notes / "sub").mkdir()
+    (notes / "a.md").write_text("one")
+    (notes / "sub" / "b.md").write_text("b")
+    (notes / "__pycache__").mkdir()  # list_exclude applies
+    (notes / "__pycache__" / "x.md").write_text("x")
+    os.link(notes / "sub" / "b.md", tmp_path / "b-link")  # two links: not a file read_file reads
+    (notes / "c.md").write_text("c")
+    (notes / "link.md").symlink_to(notes / "c.md")
+    before = guard.stamps("notes")
+    assert set(before) == {"notes/a.md", "notes/c.md"}
+    (notes / "a.md").write_text("two!")
+    after = guard.stamps("notes")
     assert after["notes/a.md"][1] == 4
-    assert after != before
+    assert after["notes/a.md"] != before["notes/a.md"]
+    assert after["notes/c.md"] == before["notes/c.md"]
+    assert guard.stamps("notes/missing") == {}
+    with pytest.raises(PathRefusedError, match="outside the folders you may list"):
+        guard.stamps("..")

@@ -166,7 +166,7 @@ class Notebook:
 
     def note_stamps(self) -> dict[str, tuple[int, int, int]]:
         """Every note file (relative path) with its (mtime, size, inode); cheap, no file read."""
-        stamps = self.guard.listing(stamps=True).stamps
+        stamps = self.guard.stamps(self.folder)
         return {path: stamp for path, stamp in stamps.items() if self.is_note_path(path)}
 
     # ------------------------------------------------------------------ writing

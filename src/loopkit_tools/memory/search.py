@@ -21,6 +21,7 @@ import contextlib
 import os
 import re
 import sqlite3
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +31,8 @@ from loopkit_tools.memory.models import Note, sections
 from loopkit_tools.memory.notebook import Notebook, NotesError
 
 _SCHEMA_VERSION = 1
+_RACY_NS = 100_000_000  # a stamp this close to the listing is not trusted (clock ticks)
+_UNSURE = -1  # the inode stored for a stamp not trusted: it never equals a real one
 # bm25() weights, in column order: path, kind (not searched), topic, title, symptom, body
 _WEIGHTS = "0.0, 0.0, 1.0, 4.0, 8.0, 1.0"
 _WORD = re.compile(r"\w+")
@@ -99,6 +102,10 @@ class NoteIndex:
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._create()
+        # The stamps this object last brought the index to: when the files still have them,
+        # a search needs no query of the stamps table (another process's refresh only ever
+        # brings the index to the same files).
+        self._known: dict[str, tuple[int, int, int]] | None = None
 
     def close(self) -> None:
         """Close the index file."""
@@ -138,17 +145,23 @@ class NoteIndex:
 
     def refresh(self) -> Refresh:
         """Bring the index up to date with the note files; reads only new or changed notes."""
+        listed_at = time.time_ns()
         current = self.notebook.note_stamps()
-        stored = {
-            path: (mtime, size, inode)
-            for path, mtime, size, inode in self._db.execute("SELECT * FROM stamps")
-        }
-        if current == stored:
+        if current == self._known:
             return Refresh()
-        changed = [p for p, stamp in current.items() if stored.get(p) != stamp]
-        removed = [p for p in stored if p not in current]
         unreadable: list[str] = []
-        with self._transaction():
+        # A file changed again within the file system's clock tick (a few ms: file times come
+        # from a coarse clock) keeps its mtime and maybe its size: a stamp that recent at the
+        # listing is stored as unsure, so the next refresh reads the file again (git's "racily
+        # clean" problem, solved the same way).
+        recent = listed_at - _RACY_NS
+        with self._transaction():  # read the stored stamps inside it: another process may write
+            stored = {
+                path: (mtime, size, inode)
+                for path, mtime, size, inode in self._db.execute("SELECT * FROM stamps")
+            }
+            changed = [p for p, stamp in current.items() if stored.get(p) != stamp]
+            removed = [p for p in stored if p not in current]
             for path in removed:
                 self._db.execute("DELETE FROM notes WHERE path = ?", (path,))
                 self._db.execute("DELETE FROM stamps WHERE path = ?", (path,))
@@ -156,16 +169,19 @@ class NoteIndex:
                 self._db.execute("DELETE FROM notes WHERE path = ?", (path,))
                 try:
                     text = self.notebook.read(path)
-                except ToolError:  # refused by the guard (a hard link, not UTF-8, ...)
+                except ToolError:  # refused by the guard (not UTF-8, swapped for a link, ...)
                     unreadable.append(path)
                 else:
                     self._db.execute(
                         "INSERT INTO notes VALUES (?, ?, ?, ?, ?, ?)", (path, *_columns(text))
                     )
-                mtime, size, inode = current[path]
+                mtime, size, _inode = current[path]
+                if mtime >= recent:
+                    current[path] = (mtime, size, _UNSURE)
                 self._db.execute(
-                    "INSERT OR REPLACE INTO stamps VALUES (?, ?, ?, ?)", (path, mtime, size, inode)
+                    "INSERT OR REPLACE INTO stamps VALUES (?, ?, ?, ?)", (path, *current[path])
                 )
+        self._known = current
         added = sum(1 for p in changed if p not in stored)
         return Refresh(
             added=added,

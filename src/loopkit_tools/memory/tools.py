@@ -157,9 +157,10 @@ class MemoryTools:
         )
         action = "Rewrote" if written.replaced else "Wrote"
         topic_state = "new topic" if written.new_topic else "topic"
+        count = written.notes_in_topic
         return (
             f"{action} {written.path}; router and {topic_state} {written.topic!r} updated "
-            f"({written.notes_in_topic} {'note' if written.notes_in_topic == 1 else 'notes'} in it)."
+            f"({count} {'note' if count == 1 else 'notes'} in it)."
         )
 
     # ------------------------------------------------------------------ rules and glossary
