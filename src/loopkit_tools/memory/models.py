@@ -40,6 +40,8 @@ TOPIC_PATTERN = r"[a-z0-9][a-z0-9-]{0,47}"
 RESERVED_TOPICS = frozenset({"readme", "rules", "glossary"})
 """Names of the memory's own files and folders, so no topic may take them."""
 
+# libyaml's safe loader where it is built in: the pure-Python one is half of indexing 1,000 notes
+_SafeLoader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _TOPIC = re.compile(TOPIC_PATTERN)
 _FRONT = re.compile(r"\A---\n(.*?)\n---\n?", re.S)
 _SECTION = re.compile(r"^## +(.+?) *$", re.M)
@@ -158,7 +160,7 @@ class Note(BaseModel):
         if front is None:
             raise ValueError("the note has no front matter (a '---' block with kind and topic)")
         try:
-            meta = yaml.safe_load(front.group(1))
+            meta = yaml.load(front.group(1), Loader=_SafeLoader)
         except yaml.YAMLError as e:
             raise ValueError(f"the note's front matter is not YAML: {e}") from None
         if not isinstance(meta, dict):

@@ -30,7 +30,7 @@ from loopkit.abstractions import ToolError
 from loopkit_tools.memory.models import Note, sections
 from loopkit_tools.memory.notebook import Notebook, NotesError
 
-_SCHEMA_VERSION = 1
+_SCHEMA_VERSION = 2
 _RACY_NS = 100_000_000  # a stamp this close to the listing is not trusted (clock ticks)
 _UNSURE = -1  # the inode stored for a stamp not trusted: it never equals a real one
 # bm25() weights, in column order: path, kind (not searched), topic, title, symptom, body
@@ -123,9 +123,11 @@ class NoteIndex:
             with self._transaction():
                 self._db.execute("DROP TABLE IF EXISTS stamps")
                 self._db.execute("DROP TABLE IF EXISTS notes")
+                # a note's row in the FTS table has the rowid of its stamps row: deleting by
+                # path would scan the whole FTS table (path is not indexed there)
                 self._db.execute(
-                    "CREATE TABLE stamps (path TEXT PRIMARY KEY, mtime INTEGER, size INTEGER, "
-                    "inode INTEGER)"
+                    "CREATE TABLE stamps (id INTEGER PRIMARY KEY, path TEXT UNIQUE NOT NULL, "
+                    "mtime INTEGER, size INTEGER, inode INTEGER)"
                 )
                 self._db.execute(
                     "CREATE VIRTUAL TABLE notes USING fts5(path UNINDEXED, kind UNINDEXED, "
@@ -157,30 +159,41 @@ class NoteIndex:
         recent = listed_at - _RACY_NS
         with self._transaction():  # read the stored stamps inside it: another process may write
             stored = {
-                path: (mtime, size, inode)
-                for path, mtime, size, inode in self._db.execute("SELECT * FROM stamps")
+                path: (id_, (mtime, size, inode))
+                for id_, path, mtime, size, inode in self._db.execute("SELECT * FROM stamps")
             }
-            changed = [p for p, stamp in current.items() if stored.get(p) != stamp]
+            changed = [p for p, stamp in current.items() if stored.get(p, (0, None))[1] != stamp]
             removed = [p for p in stored if p not in current]
             for path in removed:
-                self._db.execute("DELETE FROM notes WHERE path = ?", (path,))
-                self._db.execute("DELETE FROM stamps WHERE path = ?", (path,))
+                self._db.execute("DELETE FROM notes WHERE rowid = ?", (stored[path][0],))
+                self._db.execute("DELETE FROM stamps WHERE id = ?", (stored[path][0],))
             for path in changed:
-                self._db.execute("DELETE FROM notes WHERE path = ?", (path,))
+                mtime, size, _inode = current[path]
+                if mtime >= recent:
+                    current[path] = (mtime, size, _UNSURE)
+                if path in stored:
+                    row = stored[path][0]
+                    self._db.execute("DELETE FROM notes WHERE rowid = ?", (row,))
+                    self._db.execute(
+                        "UPDATE stamps SET mtime = ?, size = ?, inode = ? WHERE id = ?",
+                        (*current[path], row),
+                    )
+                else:
+                    cursor = self._db.execute(
+                        "INSERT INTO stamps (path, mtime, size, inode) VALUES (?, ?, ?, ?)",
+                        (path, *current[path]),
+                    )
+                    row = cursor.lastrowid
                 try:
                     text = self.notebook.read(path)
                 except ToolError:  # refused by the guard (not UTF-8, swapped for a link, ...)
                     unreadable.append(path)
                 else:
                     self._db.execute(
-                        "INSERT INTO notes VALUES (?, ?, ?, ?, ?, ?)", (path, *_columns(text))
+                        "INSERT INTO notes (rowid, path, kind, topic, title, symptom, body) "
+                        "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                        (row, path, *_columns(text)),
                     )
-                mtime, size, _inode = current[path]
-                if mtime >= recent:
-                    current[path] = (mtime, size, _UNSURE)
-                self._db.execute(
-                    "INSERT OR REPLACE INTO stamps VALUES (?, ?, ?, ?)", (path, *current[path])
-                )
         self._known = current
         added = sum(1 for p in changed if p not in stored)
         return Refresh(
