@@ -7,14 +7,13 @@ search index (SQLite FTS5, BM25) is a cache outside the repository. See docs/mem
 
 from loopkit_tools.memory.catalog import Router, RouterLine, TopicEntry, TopicFile
 from loopkit_tools.memory.glossary import Glossary, GlossaryFiles, WrongTerm
-from loopkit_tools.memory.models import KINDS, Note, NoteKind
+from loopkit_tools.memory.models import Note, NoteKind
 from loopkit_tools.memory.notebook import Notebook, NotesError, WrittenNote, default_cache_dir
 from loopkit_tools.memory.rules import FeedbackRules, Rule, parse_rules, rule_from_message
 from loopkit_tools.memory.search import NoteIndex, Refresh, SearchHit
 from loopkit_tools.memory.tools import MemoryTools
 
 __all__ = [
-    "KINDS",
     "FeedbackRules",
     "Glossary",
     "GlossaryFiles",
