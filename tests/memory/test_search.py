@@ -97,7 +97,7 @@ def test_index_is_rebuilt_when_notes_change(repo: Path, cache: Path) -> None:
 def test_the_index_lives_outside_the_repository(repo: Path, cache: Path) -> None:
     with MemoryTools(repo, cache_dir=cache) as memory:
         memory.write_note("verdict", "saving", "Autosave", verdict="Autosave works.")
-        assert "1 notes match" in memory.search_notes("autosave")
+        assert "1 note matches 'autosave'" in memory.search_notes("autosave")
         assert memory.index.path.parent == cache
         assert memory.index.path.exists()
     status = git(repo, "status", "--porcelain", "--untracked-files=all").splitlines()

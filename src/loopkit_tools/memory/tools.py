@@ -110,7 +110,8 @@ class MemoryTools:
                 f"No note matches {symptom!r}. Try other words for what you saw, or read the "
                 "router (read_router)."
             )
-        lines = [f"{len(hits)} notes match {symptom!r}, best first:"]
+        matches = "1 note matches" if len(hits) == 1 else f"{len(hits)} notes match"
+        lines = [f"{matches} {symptom!r}, best first:"]
         for i, hit in enumerate(hits, 1):
             where = ", ".join(filter(None, [hit.kind, hit.topic])) or "unparsed"
             lines.append(f"{i}. {hit.path} [{where}] {hit.title} — {hit.summary}")
@@ -197,7 +198,8 @@ class MemoryTools:
         wrong = self.glossaries.load(language).check(text)
         if not wrong:
             return f"No wrong terms (glossary {language!r})."
-        lines = [f"{len(wrong)} wrong terms (glossary {language!r}); replace them:"]
+        count = "1 wrong term" if len(wrong) == 1 else f"{len(wrong)} wrong terms"
+        lines = [f"{count} (glossary {language!r}); replace them:"]
         lines += [f"- {w.describe()}" for w in wrong]
         return "\n".join(lines)
 
