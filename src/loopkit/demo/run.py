@@ -77,12 +77,19 @@ def transcript_for(config: RunnerConfig, card_path: Path) -> Path:
 
 
 def first_line(config: RunnerConfig, card_path: Path) -> str:
+    """The run's first line: which model answers, and for the scripted model which transcript
+    it plays (the bundled one, or the file given) and whether it checks every tool result."""
     if config.scripted:
+        played = (
+            f"the transcript {escape(str(config.transcript))}"
+            if config.transcript is not None
+            else f"the bundled transcript for {escape(card_path.name)}"
+        )
+        mode = "strict: every tool result checked" if config.strict else "lenient: unchecked"
         return (
-            "[bold]Model: scripted[/bold] (no API key needed): it plays the bundled transcript for "
-            f"{escape(card_path.name)}; every tool call is real. For Claude: set "
-            "ANTHROPIC_API_KEY and add --config examples/configs/claude.toml; for OpenAI: "
-            "OPENAI_API_KEY and --model openai/gpt-5."
+            f"[bold]Model: scripted[/bold] (no API key needed): it plays {played} ({mode}); "
+            "every tool call is real. For Claude: set ANTHROPIC_API_KEY and add --config "
+            "examples/configs/claude.toml; for OpenAI: OPENAI_API_KEY and --model openai/gpt-5."
         )
     return f"[bold]Model: {escape(config.model)}[/bold] via litellm" + (
         f" at {escape(config.api_base)}" if config.api_base else ""
