@@ -174,3 +174,25 @@ def test_a_change_within_the_same_clock_tick_is_not_missed(repo: Path, cache: Pa
         assert path.stat().st_size == stamp.st_size
         assert len(index.search("narwal", 5)) == 1
         assert index.search("walrus", 5) == []
+
+
+async def test_parallel_tool_calls_share_one_index(memory: MemoryTools) -> None:
+    # The loop may run one round's calls in parallel: sync tools then run in worker threads
+    # at once, on one index connection.
+    import asyncio
+
+    for i in range(20):
+        memory.write_note("verdict", f"t{i % 4}", f"Feature {i}", verdict=f"gecko {i} works")
+    tools = {t.name: t for t in memory.tools}
+    calls = [
+        tools["search_notes"].invoke({"symptom": "gecko works", "limit": 20}) for _ in range(12)
+    ]
+    writes = [
+        tools["write_note"].invoke(
+            {"kind": "verdict", "topic": "t9", "title": f"Late {i}", "verdict": "gecko late"}
+        )
+        for i in range(4)
+    ]
+    results = await asyncio.gather(*calls, *writes)
+    assert all(str(r).startswith("2") for r in results[:12])  # "20 notes match" or more
+    assert "24 notes match" in memory.search_notes("gecko", limit=50)

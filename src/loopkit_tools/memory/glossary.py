@@ -134,24 +134,24 @@ class GlossaryFiles:
     def languages(self) -> list[str]:
         """The languages that have a glossary file."""
         prefix = f"{self.folder}/"
-        return sorted(
-            path[len(prefix) : -3]
-            for path in self.notebook.guard.list_files()
-            if path.startswith(prefix)
-            and path.endswith(".md")
-            and _LANGUAGE.fullmatch(path[len(prefix) : -3])
-        )
+        names = [path[len(prefix) : -3] for path in self.notebook.guard.stamps(self.folder)]
+        return sorted(name for name in names if _LANGUAGE.fullmatch(name))
+
+    def find(self, language: str) -> Glossary | None:
+        """The glossary of ``language``, or None when it has none."""
+        text = self.notebook.read_if_exists(self.path(language))
+        return None if text is None else Glossary.parse(language, text)
 
     def load(self, language: str) -> Glossary:
         """The glossary of ``language``; a missing one is refused with the languages that exist."""
-        text = self.notebook.read_if_exists(self.path(language))
-        if text is None:
+        glossary = self.find(language)
+        if glossary is None:
             known = ", ".join(self.languages()) or "none yet"
             raise NotesError(
                 f"no glossary for language {language!r} ({self.path(language)} does not exist); "
                 f"glossaries: {known}"
             )
-        return Glossary.parse(language, text)
+        return glossary
 
     def save(self, glossary: Glossary) -> None:
         """Write ``glossary`` to its language's file."""

@@ -21,6 +21,7 @@ import contextlib
 import os
 import re
 import sqlite3
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -96,9 +97,10 @@ class NoteIndex:
             Path(path) if path is not None else notebook.cache_dir / f"{notebook.key}.sqlite3"
         )
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        # check_same_thread=False: tools run in worker threads; a lock-free connection is used
-        # by one call at a time (the loop awaits each tool), and SQLite serialises the rest.
+        # check_same_thread=False: tools run in worker threads, maybe two at once (parallel tool
+        # calls); _lock makes each refresh or search the connection's only user meanwhile.
         self._db = sqlite3.connect(self.path, timeout=30, check_same_thread=False)
+        self._lock = threading.Lock()
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._create()
@@ -147,6 +149,10 @@ class NoteIndex:
 
     def refresh(self) -> Refresh:
         """Bring the index up to date with the note files; reads only new or changed notes."""
+        with self._lock:
+            return self._refresh()
+
+    def _refresh(self) -> Refresh:
         listed_at = time.time_ns()
         current = self.notebook.note_stamps()
         if current == self._known:
@@ -217,13 +223,14 @@ class NoteIndex:
             raise NotesError(
                 f"symptom {symptom!r} has no searchable word (only stopwords or punctuation)"
             )
-        self.refresh()
         match = " OR ".join('"' + word.replace('"', '""') + '"' for word in words)
-        rows = self._db.execute(
-            f"SELECT path, kind, topic, title, symptom, bm25(notes, {_WEIGHTS}) AS score "
-            "FROM notes WHERE notes MATCH ? ORDER BY score LIMIT ?",
-            (match, limit),
-        ).fetchall()
+        with self._lock:
+            self._refresh()
+            rows = self._db.execute(
+                f"SELECT path, kind, topic, title, symptom, bm25(notes, {_WEIGHTS}) AS score "
+                "FROM notes WHERE notes MATCH ? ORDER BY score LIMIT ?",
+                (match, limit),
+            ).fetchall()
         return [
             SearchHit(path=path, kind=kind, topic=topic, title=title, summary=summary, score=score)
             for path, kind, topic, title, summary, score in rows

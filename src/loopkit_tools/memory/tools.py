@@ -147,9 +147,10 @@ class MemoryTools:
             )
         except ValidationError as e:
             raise NotesError(f"the note was not written: {_validation_message(e)}") from None
-        if self.check_notes and self.language in self.glossaries.languages():
+        glossary = self.glossaries.find(self.language) if self.check_notes else None
+        if glossary is not None:
             text = "\n".join([note.title, note.symptom, note.cause, note.fix, *note.steps])
-            wrong = self.glossaries.load(self.language).check(f"{text}\n{note.verdict}")
+            wrong = glossary.check(f"{text}\n{note.verdict}")
             if wrong:
                 named = "; ".join(f"{w.found!r} → {w.replacement!r}" for w in wrong)
                 raise NotesError(f"the note was not written: it uses wrong terms: {named}")
