@@ -6,25 +6,14 @@ the :class:`WorkspaceGuard`. See docs/tools.md and docs/security.md. The agent's
 search, feedback rules, glossary) is :class:`MemoryTools` (docs/memory.md).
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from loopkit_tools.condense import condense, relevant_lines
 from loopkit_tools.config import ReadyCheck, ToolsConfig
 from loopkit_tools.git import CommitResult, GitCommitter
 from loopkit_tools.local_tools import LocalTools
-from loopkit_tools.memory import (
-    FeedbackRules,
-    Glossary,
-    GlossaryFiles,
-    MemoryTools,
-    Note,
-    Notebook,
-    NoteIndex,
-    NoteKind,
-    NotesError,
-    Rule,
-    SearchHit,
-    WrongTerm,
-    rule_from_message,
-)
 from loopkit_tools.paging import page_lines
 from loopkit_tools.processes import CommandResult, ProcessGroup, group_alive, pid_alive, run_command
 from loopkit_tools.workspace import PathRefusedError, WorkspaceGuard
@@ -59,3 +48,42 @@ __all__ = [
     "rule_from_message",
     "run_command",
 ]
+
+# The memory (SQLite, YAML, its models) is imported on first use of one of its names, so the file
+# tools cost no more to import than before.
+_EXPORTS: dict[str, str] = {
+    "FeedbackRules": "loopkit_tools.memory",
+    "Glossary": "loopkit_tools.memory",
+    "GlossaryFiles": "loopkit_tools.memory",
+    "MemoryTools": "loopkit_tools.memory",
+    "Note": "loopkit_tools.memory",
+    "NoteIndex": "loopkit_tools.memory",
+    "NoteKind": "loopkit_tools.memory",
+    "Notebook": "loopkit_tools.memory",
+    "NotesError": "loopkit_tools.memory",
+    "Rule": "loopkit_tools.memory",
+    "SearchHit": "loopkit_tools.memory",
+    "WrongTerm": "loopkit_tools.memory",
+    "rule_from_message": "loopkit_tools.memory",
+}
+if TYPE_CHECKING:
+    from loopkit_tools.memory import (
+        FeedbackRules,
+        Glossary,
+        GlossaryFiles,
+        MemoryTools,
+        Note,
+        Notebook,
+        NoteIndex,
+        NoteKind,
+        NotesError,
+        Rule,
+        SearchHit,
+        WrongTerm,
+        rule_from_message,
+    )
+else:
+    # Hidden from type checkers: a module __getattr__ would make any misspelt name "Any".
+    from loopkit._lazy import lazy_exports
+
+    __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
