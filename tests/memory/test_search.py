@@ -196,3 +196,39 @@ async def test_parallel_tool_calls_share_one_index(memory: MemoryTools) -> None:
     results = await asyncio.gather(*calls, *writes)
     assert all(str(r).startswith("2") for r in results[:12])  # "20 notes match" or more
     assert "24 notes match" in memory.search_notes("gecko", limit=50)
+
+
+_SEARCHER = """
+import sys
+from loopkit_tools.memory import Notebook, NoteIndex
+repo, cache = sys.argv[1:]
+with NoteIndex(Notebook(repo, cache_dir=cache)) as index:
+    for _ in range(30):
+        hits = index.search("ocelot", 50)
+        assert all(hit.title.startswith("Ocelot") for hit in hits), hits
+    print(len(index.search("ocelot", 50)))
+"""
+
+
+def test_processes_searching_one_index_while_notes_are_written(repo: Path, cache: Path) -> None:
+    import subprocess
+    import sys
+
+    book = Notebook(repo, cache_dir=cache)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    searchers = [
+        subprocess.Popen(
+            [sys.executable, "-c", _SEARCHER, str(repo), str(cache)],
+            env=env,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(3)
+    ]
+    for i in range(30):
+        book.write_note(Note(kind="verdict", topic="zoo", title=f"Ocelot {i}", verdict="ocelot"))
+    outputs = [s.communicate(timeout=120)[0] for s in searchers]
+    assert [s.returncode for s in searchers] == [0, 0, 0]
+    assert all(0 <= int(out) <= 30 for out in outputs)  # each saw some state, none failed
+    with NoteIndex(book) as index:
+        assert len(index.search("ocelot", 50)) == 30

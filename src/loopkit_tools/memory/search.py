@@ -99,7 +99,10 @@ class NoteIndex:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         # check_same_thread=False: tools run in worker threads, maybe two at once (parallel tool
         # calls); _lock makes each refresh or search the connection's only user meanwhile.
-        self._db = sqlite3.connect(self.path, timeout=30, check_same_thread=False)
+        # isolation_level=None: no implicit transactions; _transaction opens each one itself
+        self._db = sqlite3.connect(
+            self.path, timeout=30, check_same_thread=False, isolation_level=None
+        )
         self._lock = threading.Lock()
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
