@@ -180,3 +180,16 @@ def test_racing_processes_lose_no_note(repo: Path, cache: Path) -> None:
     assert len(topic.entries) == 45
     _consistent(repo)
     assert Notebook(repo, cache_dir=cache).router().lines[0].count == 45
+
+
+def test_a_topic_folder_linked_out_of_the_notes_is_refused_and_nothing_written(
+    memory: MemoryTools, repo: Path
+) -> None:
+    outside = repo.parent / "outside"
+    outside.mkdir()
+    (repo / "notes").mkdir()
+    (repo / "notes" / "evil").symlink_to(outside)
+    with pytest.raises(ToolError, match="is outside the folders you may write: notes/"):
+        memory.write_note("verdict", "evil", "Planted", verdict="x")
+    assert list(outside.iterdir()) == []
+    assert sorted(p.name for p in (repo / "notes").iterdir()) == ["evil"]  # no router, no topic
