@@ -80,11 +80,11 @@ class Note(BaseModel):
     kind: NoteKind
     topic: str
     title: str = Field(min_length=1, max_length=_MAX_TITLE)
-    symptom: str = Field("", max_length=_MAX_FIELD, description="failure: what was seen")
-    cause: str = Field("", max_length=_MAX_FIELD, description="failure: why it happened")
-    fix: str = Field("", max_length=_MAX_FIELD, description="failure: the step that works")
+    symptom: str = Field(default="", max_length=_MAX_FIELD, description="failure: what was seen")
+    cause: str = Field(default="", max_length=_MAX_FIELD, description="failure: why it happened")
+    fix: str = Field(default="", max_length=_MAX_FIELD, description="failure: the step that works")
     steps: list[str] = Field(default_factory=list, description="workflow: the checked sequence")
-    verdict: str = Field("", max_length=_MAX_FIELD, description="verdict: the judgement")
+    verdict: str = Field(default="", max_length=_MAX_FIELD, description="verdict: the judgement")
 
     @field_validator("topic")
     @classmethod
