@@ -5,12 +5,13 @@ writable folder is the notes folder, so every path it is given (a topic, a note'
 there: nothing outside the notes folder is read or written, with the guard's refusals (symlinks,
 ``..``, absolute paths, ``.git``). Writing a note rewrites the note, its topic file and the router
 as one change (:meth:`WorkspaceGuard.write_texts`: all staged, then renamed; a failed rename puts
-the others back), under an exclusive lock so two processes writing notes lose no line.
+the others back), under an exclusive lock (``flock`` on the repository's root folder) so two
+processes writing notes lose no line.
 
-The lock file and the default search index live in a cache folder outside the repository
+The default search index lives in a cache folder outside the repository
 (``$XDG_CACHE_HOME/loopkit/memory``, else ``~/.cache/loopkit/memory``), keyed by the notes
-folder's real path: nothing there is the repository's content, so git never sees it and the model's
-file tools cannot reach it.
+folder's real path: it is no content of the repository, so git never sees it and the model's file
+tools cannot reach it.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ class NotesError(ToolError):
 
 
 def default_cache_dir() -> Path:
-    """Where the index and lock files go unless a notebook is given another folder."""
+    """Where the search index goes unless a notebook is given another folder."""
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(Path.home(), ".cache")
     return Path(base) / "loopkit" / "memory"
 
@@ -63,7 +64,7 @@ class Notebook:
     Args:
         root: the repository.
         folder: the notes folder, relative to ``root`` (created by the first write).
-        cache_dir: where the lock file (and, by default, the search index) go.
+        cache_dir: where the search index goes by default.
         max_file_bytes: the largest notes file read or written.
     """
 
@@ -124,6 +125,8 @@ class Notebook:
 
     def read_if_exists(self, path: str) -> str | None:
         """The file's text, or None when it does not exist (other refusals are raised)."""
+        # The guard says "file '<path>' does not exist" for a missing file or folder on the way;
+        # every other refusal (a link out, a hard link, not UTF-8) is raised as it is.
         try:
             return self.guard.read_text(path)
         except PathRefusedError as e:
@@ -173,9 +176,13 @@ class Notebook:
 
     @contextlib.contextmanager
     def locked(self) -> Iterator[None]:
-        """Hold the notebook's exclusive lock (between processes too) inside the block."""
-        self.cache_dir.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.cache_dir / f"{self.key}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+        """Hold the notebook's exclusive lock (between processes too) inside the block.
+
+        The lock is a ``flock`` on the repository's root folder: it always exists, every
+        process writing these notes finds it whatever its cache folder, and nothing is read or
+        written through this descriptor.
+        """
+        fd = os.open(self.guard.root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             yield

@@ -43,7 +43,7 @@ class MemoryTools:
         root: the repository.
         folder: its notes folder (relative to ``root``).
         language: the glossary ``write_note`` and ``check_terms`` use by default.
-        cache_dir: where the search index and the lock file go (default: the user's cache).
+        cache_dir: where the search index goes (default: the user's cache folder).
         index_path: the search index file, if not in ``cache_dir``.
         check_notes: refuse a note that uses a wrong term of the glossary (when one exists).
     """
