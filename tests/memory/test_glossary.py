@@ -81,3 +81,13 @@ def test_check_terms_tool_and_the_note_check(memory: MemoryTools, repo: Path) ->
     memory.write_note("verdict", "dialogs", "Delete", verdict="The dialog asks first.")
     assert "glossary" not in memory.read_router()  # the glossary folder is not a topic
     assert memory.search_notes("bill invoice").startswith("No note matches")  # nor a note
+
+
+def test_a_saved_glossary_loads_back(memory: MemoryTools, repo: Path) -> None:
+    glossary = Glossary.parse("de", GLOSSARY.replace("(en)", "(de)"))
+    memory.glossaries.save(glossary)
+    assert (repo / "notes" / "glossary" / "de.md").exists()
+    loaded = memory.glossaries.load("de")
+    assert (loaded.terms, loaded.wrong) == (glossary.terms, glossary.wrong)
+    assert memory.glossaries.languages() == ["de"]
+    assert "'Bill' is a wrong term" in memory.check_terms("Bill", language="de")
