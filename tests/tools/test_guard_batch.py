@@ -92,3 +92,28 @@ def test_stamps_change_with_the_file(tmp_path: Path) -> None:
     assert guard.stamps("notes/missing") == {}
     with pytest.raises(PathRefusedError, match="outside the folders you may list"):
         guard.stamps("..")
+
+
+def test_stamps_never_follow_a_folder_swapped_for_a_link(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The racer acts at the one moment that matters: after the folder was seen as a folder,
+    # just before it is opened.
+    guard = _guard(tmp_path)
+    notes = tmp_path / "notes"
+    (notes / "sub").mkdir()
+    (notes / "sub" / "a.md").write_text("a")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.md").write_text("secret")
+    real_open = os.open
+
+    def swapping_open(path: Any, flags: int, *args: Any, **kwargs: Any) -> int:
+        if path == "sub" and kwargs.get("dir_fd") is not None:
+            (notes / "sub" / "a.md").unlink()
+            (notes / "sub").rmdir()
+            (notes / "sub").symlink_to(outside)
+        return real_open(path, flags, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", swapping_open)
+    assert guard.stamps("notes") == {}
