@@ -232,3 +232,9 @@ def test_processes_searching_one_index_while_notes_are_written(repo: Path, cache
     assert all(0 <= int(out) <= 30 for out in outputs)  # each saw some state, none failed
     with NoteIndex(book) as index:
         assert len(index.search("ocelot", 50)) == 30
+
+
+def test_fts_query_syntax_in_a_symptom_is_taken_as_words(memory: MemoryTools) -> None:
+    memory.write_note("verdict", "syntax", "Near miss", verdict="NEAR the column: crash")
+    answer = memory.search_notes('crash: "NOT" NEAR(x, y) * ^column OR -title:')
+    assert answer.splitlines()[1].startswith("1. notes/syntax/near-miss.md")
