@@ -79,6 +79,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--transcript", type=Path, help="scripted model: play this transcript instead"
     )
     parser.add_argument(
+        "--record-transcript",
+        type=Path,
+        metavar="PATH",
+        help="record the model's turns into PATH, a transcript --transcript can replay",
+    )
+    parser.add_argument(
         "--strict",
         action=argparse.BooleanOptionalAction,
         default=None,
@@ -266,6 +272,7 @@ def _main(argv: list[str]) -> int:
             log=args.log,
             transcript=args.transcript,
             strict=args.strict,
+            record_transcript=args.record_transcript,
         )
         text = read_card(config, args.card)
         check_log_destination(config)

@@ -274,6 +274,7 @@ async def run_demo(config: RunnerConfig, card: Card, console: Console) -> int:
     from loopkit.cards import CardRunner, CardRunOutcome, MCPToolSource, RunLimits, RunResult
     from loopkit.middleware.retry import RetryPolicy
     from loopkit.middleware.run_log import RunLog
+    from loopkit.middleware.transcript_recorder import TranscriptRecorder
 
     assert card.path is not None
     card_path = card.path
@@ -286,8 +287,12 @@ async def run_demo(config: RunnerConfig, card: Card, console: Console) -> int:
         console.print(
             f"[yellow]note:[/yellow] the card is in state {card.state.value}; running it again"
         )
+    recorder: TranscriptRecorder | None = None
     try:
         model = make_model(config, card_path)
+        if config.record_transcript is not None:
+            recorder = TranscriptRecorder(model, description=f"Recorded run of {card.title!r}.")
+            model = recorder
         scratch = create_scratch_repo(config.app_source, config.runs_dir, card_path.stem)
         tools = local_tools(config, scratch)
     except (WorkspaceError, CardError, ConfigError, OSError) as e:
@@ -330,6 +335,9 @@ async def run_demo(config: RunnerConfig, card: Card, console: Console) -> int:
                     card=reloaded,
                     totals=log.totals(),
                 )
+    if recorder is not None and config.record_transcript is not None:
+        saved = recorder.save(config.record_transcript)
+        console.print(f"transcript of {len(recorder.turns)} turns recorded in {escape(str(saved))}")
     commits = scratch.commits_since(base)
     commit = commits[0].describe() if commits else None
     result: RunResult = outcome.result
