@@ -62,6 +62,7 @@ MUTATION_TARGETS: dict[str, tuple[list[str], list[str]]] = {
             "src/loopkit_tools/workspace.py",
             "src/loopkit_tools/fd_paths.py",
             "src/loopkit_tools/fd_walk.py",
+            "src/loopkit_tools/fd_write.py",
             "src/loopkit_tools/paging.py",
         ],
         [
@@ -74,6 +75,7 @@ MUTATION_TARGETS: dict[str, tuple[list[str], list[str]]] = {
             "tests/tools/test_guard_io.py",
             "tests/tools/test_guard_listing.py",
             "tests/tools/test_guard_resolve.py",
+            "tests/tools/test_guard_batch.py",
         ],
     ),
     "loop": (

@@ -93,6 +93,7 @@ __all__ = [
     "ToolInvocationListener",
     "ToolMode",
     "ToolResultReceived",
+    "TranscriptRecorder",
     "UnknownToolError",
     "UsageContent",
     "UsageDetails",
@@ -202,6 +203,7 @@ _EXPORTS: dict[str, str] = {
     "SQLAlchemySession": "loopkit.sessions",
     "SessionStoreError": "loopkit.sessions",
     "IncompleteStepError": "loopkit.sessions",
+    "TranscriptRecorder": "loopkit.middleware.transcript_recorder",
 }
 
 if TYPE_CHECKING:
@@ -271,6 +273,7 @@ if TYPE_CHECKING:
     from loopkit.middleware.retry import RetryingChatClient, RetryPolicy
     from loopkit.middleware.run_log import RunLog, RunLogChatClient
     from loopkit.middleware.token_budget import TokenBudgetChatClient
+    from loopkit.middleware.transcript_recorder import TranscriptRecorder
     from loopkit.providers.litellm import LiteLLMChatClient, start_background_import
     from loopkit.providers.scripted import FunctionChatClient, Script, ScriptedChatClient
     from loopkit.redacting_console import RedactingConsole

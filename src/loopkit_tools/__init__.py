@@ -2,8 +2,13 @@
 
 There is no shell: the model gets ``list_files``, ``read_file``, ``write_file``, ``build_app``,
 ``start_app``, ``stop_app``, ``git_commit`` (and ``run_tests`` when configured), each checked by
-the :class:`WorkspaceGuard`. See docs/tools.md and docs/security.md.
+the :class:`WorkspaceGuard`. See docs/tools.md and docs/security.md. The agent's memory (notes,
+search, feedback rules, glossary) is :class:`MemoryTools` (docs/memory.md).
 """
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 from loopkit_tools.condense import condense, relevant_lines
 from loopkit_tools.config import ReadyCheck, ToolsConfig
@@ -16,17 +21,69 @@ from loopkit_tools.workspace import PathRefusedError, WorkspaceGuard
 __all__ = [
     "CommandResult",
     "CommitResult",
+    "FeedbackRules",
     "GitCommitter",
+    "Glossary",
+    "GlossaryFiles",
     "LocalTools",
+    "MemoryTools",
+    "Note",
+    "NoteIndex",
+    "NoteKind",
+    "Notebook",
+    "NotesError",
     "PathRefusedError",
     "ProcessGroup",
     "ReadyCheck",
+    "Rule",
+    "SearchHit",
     "ToolsConfig",
     "WorkspaceGuard",
+    "WrongTerm",
     "condense",
     "group_alive",
     "page_lines",
     "pid_alive",
     "relevant_lines",
+    "rule_from_message",
     "run_command",
 ]
+
+# The memory (SQLite, YAML, its models) is imported on first use of one of its names, so the file
+# tools cost no more to import than before.
+_EXPORTS: dict[str, str] = {
+    "FeedbackRules": "loopkit_tools.memory",
+    "Glossary": "loopkit_tools.memory",
+    "GlossaryFiles": "loopkit_tools.memory",
+    "MemoryTools": "loopkit_tools.memory",
+    "Note": "loopkit_tools.memory",
+    "NoteIndex": "loopkit_tools.memory",
+    "NoteKind": "loopkit_tools.memory",
+    "Notebook": "loopkit_tools.memory",
+    "NotesError": "loopkit_tools.memory",
+    "Rule": "loopkit_tools.memory",
+    "SearchHit": "loopkit_tools.memory",
+    "WrongTerm": "loopkit_tools.memory",
+    "rule_from_message": "loopkit_tools.memory",
+}
+if TYPE_CHECKING:
+    from loopkit_tools.memory import (
+        FeedbackRules,
+        Glossary,
+        GlossaryFiles,
+        MemoryTools,
+        Note,
+        Notebook,
+        NoteIndex,
+        NoteKind,
+        NotesError,
+        Rule,
+        SearchHit,
+        WrongTerm,
+        rule_from_message,
+    )
+else:
+    # Hidden from type checkers: a module __getattr__ would make any misspelt name "Any".
+    from loopkit._lazy import lazy_exports
+
+    __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

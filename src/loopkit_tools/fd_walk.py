@@ -167,3 +167,54 @@ class TreeWalk:
                     continue  # removed while being listed
         entries.sort(reverse=True)
         return entries
+
+
+Stamp = tuple[int, int, int]
+"""A file's (mtime in ns, size, inode): what changes when the file does."""
+
+
+def stamp_tree(top_fd: int, top: str, excluded: Callable[[str], bool]) -> dict[str, Stamp]:
+    """Every regular file with one link under the open folder ``top_fd`` (owned and closed here),
+    named ``top``: its relative path and :data:`Stamp`. Folders are opened ``O_NOFOLLOW`` relative
+    to their parent, symlinks are not followed, ``excluded`` names are skipped.
+
+    Unlike :class:`TreeWalk` nothing is sorted, capped or checked for a name read_file would take
+    (reading such a file is refused then): it is the cheap question "did anything change?".
+    """
+    stamps: dict[str, Stamp] = {}
+    pending = [(top_fd, top)]
+    try:
+        while pending:
+            fd, prefix = pending.pop()
+            try:
+                _stamp_folder(fd, prefix, excluded, stamps, pending)
+            finally:
+                os.close(fd)
+    finally:
+        for fd, _prefix in pending:  # only after an unexpected error
+            os.close(fd)
+    return stamps
+
+
+def _stamp_folder(
+    fd: int,
+    prefix: str,
+    excluded: Callable[[str], bool],
+    stamps: dict[str, Stamp],
+    pending: list[tuple[int, str]],
+) -> None:
+    with os.scandir(fd) as it:
+        for entry in it:
+            name = entry.name
+            if excluded(name):
+                continue
+            rel = f"{prefix}/{name}" if prefix else name
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    pending.append((os.open(name, DIR_FLAGS, dir_fd=fd), rel))
+                elif entry.is_file(follow_symlinks=False):
+                    st = entry.stat(follow_symlinks=False)
+                    if st.st_nlink == 1:
+                        stamps[rel] = (st.st_mtime_ns, st.st_size, st.st_ino)
+            except OSError:
+                continue  # removed or swapped while being looked at

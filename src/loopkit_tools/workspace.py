@@ -27,7 +27,7 @@ import re
 import secrets
 import stat
 import unicodedata
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from urllib.parse import unquote
 
@@ -42,7 +42,8 @@ from loopkit_tools.fd_paths import (
     os_refusal,
     resolve,
 )
-from loopkit_tools.fd_walk import Listing, TreeWalk
+from loopkit_tools.fd_walk import Listing, Stamp, TreeWalk, stamp_tree
+from loopkit_tools.fd_write import Staged, rename_all, write_new
 
 __all__ = ["Listing", "PathRefusedError", "WorkspaceGuard"]
 
@@ -377,8 +378,8 @@ class WorkspaceGuard:
             )
         return text
 
-    def write_text(self, path: str, content: str) -> int:
-        """Write the whole ``content`` atomically (temp file + rename); returns the byte count."""
+    def _encoded(self, content: object) -> bytes:
+        """``content`` as UTF-8, refused unless it is a string within ``max_file_bytes``."""
         if not isinstance(content, str):
             raise PathRefusedError("content must be a string (the complete file content)")
         # n characters encode to at least n bytes: refuse a huge content before encoding it
@@ -398,19 +399,61 @@ class WorkspaceGuard:
             raise PathRefusedError(
                 f"content is {len(data)} bytes; the limit is {self.max_file_bytes} bytes"
             )
+        return data
+
+    def write_text(self, path: str, content: str) -> int:
+        """Write the whole ``content`` atomically (temp file + rename); returns the byte count."""
+        data = self._encoded(content)
         with self._located(path, "path", self.write_folders, "write") as (shown, resolved):
             self._check_write_target(shown, resolved)
             try:
-                self._write_at(resolved, shown, data)
+                staged = self._stage(resolved, shown, data)
+                try:
+                    os.replace(staged.tmp, staged.name, src_dir_fd=staged.fd, dst_dir_fd=staged.fd)
+                except BaseException:
+                    staged.discard()
+                    raise
+                staged.sync()
             except OSError as e:
                 raise os_refusal(e, shown, "write") from None
         return len(data)
 
-    def _write_at(self, resolved: Resolved, shown: str, data: bytes) -> None:
-        """Create the missing folders, then temp file + fsync + rename, all relative to fds."""
+    def write_texts(self, files: Mapping[str, str]) -> int:
+        """Write several files as one change; returns the byte count of all.
+
+        Every path and content is checked and written to a temp file beside its target first;
+        nothing is renamed until all are staged. Then the temp files are renamed over their
+        targets in the given order; if a rename fails, the targets already renamed get their old
+        content back (new ones are removed) before the error is raised. So a failure leaves the
+        old files, and a reader sees the old set or the new one except in the instant between two
+        renames (POSIX has no rename of several files at once).
+        """
+        datas = [(path, self._encoded(content)) for path, content in files.items()]
+        with contextlib.ExitStack() as stack:
+            staged: list[Staged] = []
+            try:
+                for path, data in datas:
+                    shown, resolved = stack.enter_context(
+                        self._located(path, "path", self.write_folders, "write")
+                    )
+                    self._check_write_target(shown, resolved)
+                    try:
+                        staged.append(self._stage(resolved, shown, data))
+                    except OSError as e:
+                        raise os_refusal(e, shown, "write") from None
+                rename_all(staged)
+            finally:
+                for s in staged:
+                    s.discard()  # the temp files not renamed (all of them after a failure)
+        return sum(len(data) for _path, data in datas)
+
+    def _stage(self, resolved: Resolved, shown: str, data: bytes) -> Staged:
+        """Create the missing folders, then write a temp file (fsynced) beside the target, all
+        relative to fds. The caller renames it (or discards it)."""
         name = resolved.name
         assert name is not None
         mode = 0o644
+        existed = resolved.stat is not None
         if resolved.stat is not None:
             self._regular(resolved.stat, f"path {shown}")
             mode = stat.S_IMODE(resolved.stat.st_mode)
@@ -423,21 +466,8 @@ class WorkspaceGuard:
             chain.push(folder, os.open(folder, DIR_FLAGS, dir_fd=chain.fd()))
         parent = chain.fd()
         tmp = f".{name[:60]}.{secrets.token_hex(6)}.tmp"
-        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-        fd = os.open(tmp, flags, 0o600, dir_fd=parent)
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-                f.flush()
-                os.fsync(f.fileno())
-                os.fchmod(f.fileno(), mode)
-            os.replace(tmp, name, src_dir_fd=parent, dst_dir_fd=parent)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp, dir_fd=parent)
-            raise
-        with contextlib.suppress(OSError):  # make the rename durable where folders can be synced
-            os.fsync(parent)
+        write_new(parent, tmp, data, mode)
+        return Staged(parent, tmp, name, shown, existed, mode)
 
     # ------------------------------------------------------------------ listing
 
@@ -511,6 +541,30 @@ class WorkspaceGuard:
             if not any(len(q) < len(p) and self._inside(p, q) for q in parts)
         ]
         return [f for p, f in sorted(tops, key=lambda pf: "/".join(pf[0]) + "/")]
+
+    def stamps(self, folder: str) -> dict[str, Stamp]:
+        """Each regular file under the readable ``folder`` with its (mtime in ns, size, inode),
+        to notice cheaply that files changed; a missing folder has none. Symlinks are not
+        followed; ``list_exclude`` names and ``.git`` are left out."""
+        patterns = re.compile("|".join(fnmatch.translate(p) for p in self.list_exclude) or "(?!)")
+        cleaned = _without_trailing_slash(folder)
+        with self._located(cleaned, "folder", self.read_folders, "list") as (_shown, resolved):
+            if resolved.name is not None and resolved.stat is None:
+                return {}
+            self._check_is_folder(folder, resolved)
+            try:
+                here = resolved.chain.fd()
+                if resolved.name is None:
+                    fd = os.dup(here)
+                else:
+                    fd = os.open(resolved.name, DIR_FLAGS, dir_fd=here)
+                return stamp_tree(
+                    fd,
+                    "/".join(resolved.parts),
+                    lambda name: is_git_name(name) or patterns.match(name) is not None,
+                )
+            except OSError as e:
+                raise os_refusal(e, repr(folder), "list") from None
 
     def list_files(self, folder: str = "") -> list[str]:
         """Workspace-relative paths of the readable files under ``folder`` (all readable if "").

@@ -47,6 +47,7 @@ MINIMUM = {
     "docs/agents.md": 10,
     "docs/architecture.md": 2,
     "docs/mcp.md": 1,
+    "docs/memory.md": 1,
     "docs/providers.md": 3,
     "docs/scripts.md": 1,
     "docs/sessions.md": 4,

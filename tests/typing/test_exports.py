@@ -29,6 +29,7 @@ PACKAGES = [
     "loopkit.providers",
     "loopkit.sessions",
     "loopkit_tools",
+    "loopkit_tools.memory",
     "loopkit_ui",
 ]
 

@@ -59,7 +59,7 @@ from loopkit.mcp import MCPServerConfig
 from loopkit.middleware import OpenTelemetryChatClient, TokenBudgetChatClient
 from loopkit.providers import ScriptedChatClient
 from loopkit.sessions import check_complete
-from loopkit_tools import ToolsConfig, WorkspaceGuard
+from loopkit_tools import Glossary, Note, ToolsConfig, WorkspaceGuard, rule_from_message
 from loopkit_ui import ElementNotFoundError, Locator
 
 
@@ -270,6 +270,11 @@ def other_packages() -> None:
     assert WorkspaceGuard is not None
     locator = Locator(target="SaveButton", row=1)
     assert issubclass(ElementNotFoundError, Exception) and locator.describe().startswith("Save")
+    note = Note(kind="verdict", topic="saving", title="Autosave", verdict="Works.")
+    assert note.slug == "autosave"
+    wrong = Glossary("en", {}, {"pop-up": "dialog"}).check("A pop-up.")
+    assert [w.replacement for w in wrong] == ["dialog"]
+    assert rule_from_message("remember: x") == "x"
 
 
 async def main() -> None:

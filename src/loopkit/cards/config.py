@@ -90,6 +90,11 @@ class RunnerConfig(BaseSettings):
         default=None, description="The scripted model's transcript (default: the card's bundled)."
     )
     strict: bool = Field(default=True, description="Scripted model: check every tool result.")
+    record_transcript: Path | None = Field(
+        default=None,
+        description="Record the model's turns into this transcript file (replay it with "
+        "transcript = ...); written at the end of the run, also when it fails.",
+    )
     ui_server: MCPServerConfig = Field(default_factory=_default_ui_server)
     tools_provider: str = Field(
         default="loopkit_tools",
@@ -193,7 +198,7 @@ def load_config(path: str | Path | None = None, **overrides: Any) -> RunnerConfi
     # Relative paths in the file are relative to the file, not to wherever the run started.
     if path is not None:
         base = Path(path).resolve().parent
-        for name in ("transcript", "app_source", "runs_dir", "log"):
+        for name in ("transcript", "record_transcript", "app_source", "runs_dir", "log"):
             value = getattr(config, name)
             from_toml = name in from_file and name not in given
             if isinstance(value, Path) and not value.is_absolute() and from_toml:

@@ -78,6 +78,19 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--transcript", type=Path, help="scripted model: play this transcript instead"
     )
+    parser.add_argument(
+        "--record-transcript",
+        type=Path,
+        metavar="PATH",
+        help="record the model's turns into PATH, a transcript --transcript can replay",
+    )
+    parser.add_argument(
+        "--strict",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="scripted model: check every tool result against the transcript's 'expect' "
+        "(default on; --no-strict plays on whatever a tool answers). Beats the config.",
+    )
     return parser.parse_args(argv)
 
 
@@ -258,6 +271,8 @@ def _main(argv: list[str]) -> int:
             max_tokens=args.max_tokens,
             log=args.log,
             transcript=args.transcript,
+            strict=args.strict,
+            record_transcript=args.record_transcript,
         )
         text = read_card(config, args.card)
         check_log_destination(config)

@@ -77,12 +77,19 @@ def transcript_for(config: RunnerConfig, card_path: Path) -> Path:
 
 
 def first_line(config: RunnerConfig, card_path: Path) -> str:
+    """The run's first line: which model answers, and for the scripted model which transcript
+    it plays (the bundled one, or the file given) and whether it checks every tool result."""
     if config.scripted:
+        played = (
+            f"the transcript {escape(str(config.transcript))}"
+            if config.transcript is not None
+            else f"the bundled transcript for {escape(card_path.name)}"
+        )
+        mode = "strict: every tool result checked" if config.strict else "lenient: unchecked"
         return (
-            "[bold]Model: scripted[/bold] (no API key needed): it plays the bundled transcript for "
-            f"{escape(card_path.name)}; every tool call is real. For Claude: set "
-            "ANTHROPIC_API_KEY and add --config examples/configs/claude.toml; for OpenAI: "
-            "OPENAI_API_KEY and --model openai/gpt-5."
+            f"[bold]Model: scripted[/bold] (no API key needed): it plays {played} ({mode}); "
+            "every tool call is real. For Claude: set ANTHROPIC_API_KEY and add --config "
+            "examples/configs/claude.toml; for OpenAI: OPENAI_API_KEY and --model openai/gpt-5."
         )
     return f"[bold]Model: {escape(config.model)}[/bold] via litellm" + (
         f" at {escape(config.api_base)}" if config.api_base else ""
@@ -267,6 +274,7 @@ async def run_demo(config: RunnerConfig, card: Card, console: Console) -> int:
     from loopkit.cards import CardRunner, CardRunOutcome, MCPToolSource, RunLimits, RunResult
     from loopkit.middleware.retry import RetryPolicy
     from loopkit.middleware.run_log import RunLog
+    from loopkit.middleware.transcript_recorder import TranscriptRecorder
 
     assert card.path is not None
     card_path = card.path
@@ -279,8 +287,12 @@ async def run_demo(config: RunnerConfig, card: Card, console: Console) -> int:
         console.print(
             f"[yellow]note:[/yellow] the card is in state {card.state.value}; running it again"
         )
+    recorder: TranscriptRecorder | None = None
     try:
         model = make_model(config, card_path)
+        if config.record_transcript is not None:
+            recorder = TranscriptRecorder(model, description=f"Recorded run of {card.title!r}.")
+            model = recorder
         scratch = create_scratch_repo(config.app_source, config.runs_dir, card_path.stem)
         tools = local_tools(config, scratch)
     except (WorkspaceError, CardError, ConfigError, OSError) as e:
@@ -323,6 +335,9 @@ async def run_demo(config: RunnerConfig, card: Card, console: Console) -> int:
                     card=reloaded,
                     totals=log.totals(),
                 )
+    if recorder is not None and config.record_transcript is not None:
+        saved = recorder.save(config.record_transcript)
+        console.print(f"transcript of {len(recorder.turns)} turns recorded in {escape(str(saved))}")
     commits = scratch.commits_since(base)
     commit = commits[0].describe() if commits else None
     result: RunResult = outcome.result

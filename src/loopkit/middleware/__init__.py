@@ -14,6 +14,7 @@ __all__ = [
     "CompactionChatClient",
     "CompactionOptions",
     "DelegatingChatClient",
+    "ExpectMode",
     "FallbackChatClient",
     "FunctionInvocationOptions",
     "FunctionInvokingChatClient",
@@ -26,6 +27,7 @@ __all__ = [
     "TokenEstimator",
     "ToolInvocation",
     "ToolInvocationListener",
+    "TranscriptRecorder",
     "cut_result",
     "estimate_tokens",
     "is_transient",
@@ -55,6 +57,8 @@ _EXPORTS: dict[str, str] = {
     "TokenBudgetChatClient": "loopkit.middleware.token_budget",
     "TokenEstimator": "loopkit.middleware.token_estimate",
     "estimate_tokens": "loopkit.middleware.token_estimate",
+    "TranscriptRecorder": "loopkit.middleware.transcript_recorder",
+    "ExpectMode": "loopkit.middleware.transcript_recorder",
 }
 
 if TYPE_CHECKING:
@@ -74,6 +78,7 @@ if TYPE_CHECKING:
     from loopkit.middleware.run_log import RunLog, RunLogChatClient, redact
     from loopkit.middleware.token_budget import TokenBudgetChatClient
     from loopkit.middleware.token_estimate import TokenEstimator, estimate_tokens
+    from loopkit.middleware.transcript_recorder import ExpectMode, TranscriptRecorder
 else:
     # Hidden from type checkers: a module ``__getattr__`` would make any misspelt name "Any".
     from loopkit._lazy import lazy_exports
