@@ -171,7 +171,7 @@ def test_redaction_cost_per_line(monkeypatch: pytest.MonkeyPatch) -> None:
     print(f"{'line':26s} {'chars':>6s} {'json':>8s} {'old':>8s} {'new':>8s} {'new/old':>8s}")
     for name, size, base, old, new in rows:
         print(f"{name:26s} {size:6d} {base:8.1f} {old:8.1f} {new:8.1f} {new / old:8.2f}")
-    # the whole write of one small line by the run log (structlog, time stamp, redaction, write)
+    # the whole write of one small line by the run log (time stamp, redaction, write, flush)
     log = RunLog(io.StringIO())
     small = LINES["small tool line"]["data"]
     (whole,) = per_line_us([lambda: log.write("tool", **small)], 2000)

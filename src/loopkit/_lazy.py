@@ -1,6 +1,6 @@
 """Names loaded on first use: a package's ``__getattr__`` and ``__dir__`` from a name -> module map.
 
-``import loopkit`` must stay fast (litellm, mcp, structlog, tenacity load only when a name that
+``import loopkit`` must stay fast (litellm, mcp, tenacity load only when a name that
 needs them is used), so package ``__init__`` modules export their names through this.
 """
 

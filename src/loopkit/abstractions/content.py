@@ -2,15 +2,52 @@
 
 Each content item is a small pydantic model with a ``type`` discriminator, so a whole conversation
 serialises to JSON and back without losing what kind of item each part was.
+
+Messages and contents may be changed in place (a field assigned, a message's ``contents`` list
+or a call's ``arguments`` edited). Every such change moves a stamp (:func:`edit_count`, see
+:mod:`loopkit.abstractions.watched`), so that a cache of work done per message (a provider's
+request format, a token estimate) knows when it must look again, instead of re-reading the whole
+history on every request.
 """
 
 from __future__ import annotations
 
 import base64
+from collections.abc import Mapping
 from enum import StrEnum
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+
+from loopkit.abstractions.watched import (
+    WatchedDict,
+    WatchedList,
+    edit_count,
+    mark_edited,
+    watched,
+)
+
+__all__ = [
+    "ChatMessage",
+    "ChatRole",
+    "Content",
+    "ContentList",
+    "DataContent",
+    "FunctionCallContent",
+    "FunctionResultContent",
+    "TextContent",
+    "UsageContent",
+    "UsageDetails",
+    "edit_count",
+]
+
+
+class ContentList(WatchedList):
+    """A message's contents: a :class:`~loopkit.abstractions.watched.WatchedList` (a ``list``
+    that stamps its in-place changes). It is made when a message is validated (as pydantic
+    copies the list anyway), assigned or copied."""
+
+    __slots__ = ()
 
 
 class ChatRole(StrEnum):
@@ -24,6 +61,30 @@ class ChatRole(StrEnum):
 
 class _Content(BaseModel):
     model_config = ConfigDict(frozen=False, extra="forbid")
+    #: Fields holding plain data (dicts, lists) that are stored as watched copies.
+    _watched_fields: ClassVar[tuple[str, ...]] = ()
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in self._watched_fields:
+            value = watched(value)
+        super().__setattr__(name, value)
+        mark_edited()
+
+    def _watch_fields(self) -> Self:
+        for name in self._watched_fields:
+            value = self.__dict__.get(name)
+            if value is not None:
+                self.__dict__[name] = watched(value)
+        return self
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
+        """A copy (see pydantic); plain data given in ``update`` is stored watched."""
+        return super().model_copy(update=update, deep=deep)._watch_fields()
+
+    @classmethod
+    def model_construct(cls, _fields_set: set[str] | None = None, **values: Any) -> Self:
+        """An unvalidated content (see pydantic), its plain data watched."""
+        return super().model_construct(_fields_set, **values)._watch_fields()
 
 
 class TextContent(_Content):
@@ -37,9 +98,14 @@ class FunctionCallContent(_Content):
     """The model asks for a tool to be called."""
 
     type: Literal["function_call"] = "function_call"
+    _watched_fields: ClassVar[tuple[str, ...]] = ("arguments",)
+
     call_id: str
     name: str
-    arguments: dict[str, Any] = Field(default_factory=dict)
+    #: A watched dict (:mod:`loopkit.abstractions.watched`): in-place changes are seen.
+    arguments: Annotated[dict[str, Any], AfterValidator(watched)] = Field(
+        default_factory=WatchedDict
+    )
     #: Set when the provider sent arguments that were not a JSON object; the loop reports it.
     arguments_error: str | None = None
 
@@ -118,13 +184,43 @@ Content = Annotated[
 
 
 class ChatMessage(BaseModel):
-    """One message of a conversation: a role and a list of contents."""
+    """One message of a conversation: a role and a list of contents.
+
+    ``contents`` is a :class:`ContentList` (a ``list``): construction, assignment and
+    ``model_copy(update=...)`` store a copy of the list given, as validation always did.
+    """
 
     model_config = ConfigDict(extra="forbid")
 
     role: ChatRole
-    contents: list[Content] = Field(default_factory=list)
+    contents: Annotated[list[Content], AfterValidator(ContentList)] = Field(
+        default_factory=ContentList
+    )
     author_name: str | None = None
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name == "contents" and type(value) is not ContentList:
+            value = ContentList(value)
+        super().__setattr__(name, value)
+        mark_edited()
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
+        """A copy (see pydantic); a ``contents`` given in ``update`` is stored as a
+        :class:`ContentList` copy."""
+        copied = super().model_copy(update=update, deep=deep)
+        contents = copied.__dict__.get("contents")
+        if type(contents) is not ContentList:
+            copied.__dict__["contents"] = ContentList(contents or ())
+        return copied
+
+    @classmethod
+    def model_construct(cls, _fields_set: set[str] | None = None, **values: Any) -> Self:
+        """An unvalidated message (see pydantic), its ``contents`` a :class:`ContentList`."""
+        made = super().model_construct(_fields_set, **values)
+        contents = made.__dict__.get("contents")
+        if type(contents) is not ContentList:
+            made.__dict__["contents"] = ContentList(contents or ())
+        return made
 
     @classmethod
     def from_text(cls, role: ChatRole | str, text: str) -> ChatMessage:

@@ -2,7 +2,7 @@
 
 Names are loaded on first use (as in :mod:`loopkit`): importing one middleware module, e.g. the
 builder importing ``loopkit.middleware.delegating``, must not load the others' dependencies
-(structlog and rich for the run log, tenacity for retries).
+(tenacity for retries; the run log renders its lines itself and needs no logging library).
 """
 
 from __future__ import annotations

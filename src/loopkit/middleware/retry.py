@@ -144,24 +144,51 @@ class RetryingChatClient(DelegatingChatClient):
     async def get_response(
         self, messages: Sequence[ChatMessage], options: ChatOptions | None = None
     ) -> ChatResponse:
+        # The first attempt runs without tenacity: its machinery costs more per request than
+        # the rest of the middleware together, and almost every request succeeds at once.
+        try:
+            return await self.inner.get_response(messages, options)
+        except ProviderError as e:
+            if not is_transient(e) or self.policy.max_attempts < 2:
+                raise
+            failed: ProviderError | None = e
         async for attempt in self._retrying():
             with attempt:
+                if failed is not None:  # tenacity's attempt 1 is the one that failed above
+                    error, failed = failed, None
+                    raise error
                 return await self.inner.get_response(messages, options)
         raise AssertionError("unreachable: tenacity reraises the last error")
+
+    async def _first_update(
+        self, messages: Sequence[ChatMessage], options: ChatOptions | None
+    ) -> tuple[AsyncIterator[ChatResponseUpdate], ChatResponseUpdate | None]:
+        """The inner stream and its first update (None: it ended at once)."""
+        stream = aiter(self.inner.get_streaming_response(messages, options))
+        try:
+            return stream, await anext(stream)
+        except StopAsyncIteration:
+            return stream, None
 
     async def get_streaming_response(
         self, messages: Sequence[ChatMessage], options: ChatOptions | None = None
     ) -> AsyncIterator[ChatResponseUpdate]:
-        first: ChatResponseUpdate | None = None
-        stream: AsyncIterator[ChatResponseUpdate] | None = None
-        async for attempt in self._retrying():
-            with attempt:
-                stream = aiter(self.inner.get_streaming_response(messages, options))
-                try:
-                    first = await anext(stream)
-                except StopAsyncIteration:
-                    first = None
-        if first is None or stream is None:
+        # As in get_response, the first attempt runs without tenacity.
+        failed: ProviderError | None = None
+        try:
+            stream, first = await self._first_update(messages, options)
+        except ProviderError as e:
+            if not is_transient(e) or self.policy.max_attempts < 2:
+                raise
+            failed = e
+        if failed is not None:
+            async for attempt in self._retrying():
+                with attempt:
+                    if failed is not None:  # tenacity's attempt 1 is the one that failed above
+                        error, failed = failed, None
+                        raise error
+                    stream, first = await self._first_update(messages, options)
+        if first is None:
             return
         yield first
         failure: ProviderError | None = None

@@ -18,6 +18,10 @@ Every line goes through a :class:`~loopkit.redaction.Redactor` (secret shapes, a
 secret-looking environment variables as they are when the line is written). Odd text never stops
 the log: lone surrogates (undecodable file names), bytes, objects whose ``str()`` raises, NaN and
 cycles are spelled out and the line stays valid JSON in UTF-8.
+
+A line is rendered straight to JSON by the redactor and written with one ``write`` and a flush:
+no logging framework in between (structlog's processor chain cost more than the rest of a line,
+and importing it pulled in rich).
 """
 
 from __future__ import annotations
@@ -25,13 +29,10 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import AsyncIterator, Callable, Mapping, MutableMapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
 from typing import Any, TextIO
-
-import structlog
 
 from loopkit.abstractions.chat import (
     ChatClient,
@@ -45,6 +46,11 @@ from loopkit.middleware.delegating import DelegatingChatClient
 from loopkit.middleware.function_invocation import ToolInvocation
 from loopkit.redaction import Redactor
 from loopkit.run_context import RunContext, RunEvent, current_run
+
+_NO_USAGE = UsageDetails()
+# The wall clock by its own names: ``time.monotonic``/``time.perf_counter`` (durations) are read
+# through the module, which tests replace with a fake clock.
+_wall_time, _strftime, _localtime = time.time, time.strftime, time.localtime
 
 
 def secret_values(environ: Mapping[str, str] | None = None) -> list[str]:
@@ -75,21 +81,62 @@ def _ascii_line(line: str) -> str:
 
 
 class _LineWriter:
-    """structlog logger factory target: writes one line and flushes, under a lock."""
+    """Writes one line and flushes, under a lock (threads may share a log)."""
 
     def __init__(self, stream: TextIO) -> None:
         self._stream = stream
         self._lock = threading.Lock()
 
-    def msg(self, message: str) -> None:
+    def write(self, line: str) -> None:
         with self._lock:
             try:
-                self._stream.write(message + "\n")
+                self._stream.write(line + "\n")
             except UnicodeEncodeError:  # a stream that cannot take non-ASCII: escape it
-                self._stream.write(_ascii_line(message) + "\n")
+                self._stream.write(_ascii_line(line) + "\n")
             self._stream.flush()
 
-    info = msg
+
+class _Clock:
+    """Local wall-clock time as ``YYYY-MM-DDTHH:MM:SS.mmm`` (what ``datetime.isoformat`` gives
+    with ``timespec="milliseconds"``), the date and time part made once a second."""
+
+    __slots__ = ("_prefix", "_second")
+
+    def __init__(self) -> None:
+        self._second = -1
+        self._prefix = ""
+
+    def now(self) -> str:
+        now = _wall_time()
+        second = int(now)
+        if second != self._second:
+            self._prefix = _strftime("%Y-%m-%dT%H:%M:%S", _localtime(second))
+            self._second = second
+        return f"{self._prefix}.{int((now - second) * 1000):03d}"
+
+
+@dataclass(slots=True)
+class _Tokens:
+    """Token counters (plain ints: a ``UsageDetails`` sum validates a new model each round)."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cached_input_tokens: int = 0
+    cache_creation_input_tokens: int = 0
+
+    def add(self, usage: UsageDetails) -> None:
+        self.input_tokens += usage.input_tokens
+        self.output_tokens += usage.output_tokens
+        self.cached_input_tokens += usage.cached_input_tokens
+        self.cache_creation_input_tokens += usage.cache_creation_input_tokens
+
+    def details(self) -> UsageDetails:
+        return UsageDetails(
+            input_tokens=self.input_tokens,
+            output_tokens=self.output_tokens,
+            cached_input_tokens=self.cached_input_tokens,
+            cache_creation_input_tokens=self.cache_creation_input_tokens,
+        )
 
 
 @dataclass(slots=True)
@@ -102,11 +149,11 @@ class _RunTotals:
     rounds: int = 0
     tool_calls: int = 0
     tool_errors: int = 0
-    usage: UsageDetails = field(default_factory=UsageDetails)
+    tokens: _Tokens = field(default_factory=_Tokens)
 
 
 class RunLog:
-    """Writes run events as JSON lines (structlog underneath) and keeps each run's totals.
+    """Writes run events as JSON lines and keeps each run's totals.
 
     The attributes ``rounds``, ``tool_calls``, ``tool_errors``, ``usage`` and ``started`` count
     everything written to this log (all its runs); :meth:`totals` gives one run's.
@@ -136,10 +183,8 @@ class RunLog:
             self._owns_stream = False
         self.max_text_chars = max_text_chars
         self.redactor = redactor or Redactor(environ=environ)
-        self._logger = structlog.wrap_logger(
-            _LineWriter(self._stream),
-            processors=[self._add_time, structlog.processors.EventRenamer("type"), self._render],
-        )
+        self._writer = _LineWriter(self._stream)
+        self._clock = _Clock()
         self._subscribers: list[Callable[[dict[str, Any]], None]] = []
         #: True once a ``start`` line was written (by any run, or by the caller outside a run).
         self.started = False
@@ -150,17 +195,12 @@ class RunLog:
         self.rounds = 0
         self.tool_calls = 0
         self.tool_errors = 0
-        self.usage = UsageDetails()
+        self._tokens = _Tokens()
 
-    # structlog processors --------------------------------------------------------------------
-    @staticmethod
-    def _add_time(_: Any, __: str, event: MutableMapping[str, Any]) -> MutableMapping[str, Any]:
-        event["time"] = datetime.now().isoformat(timespec="milliseconds")
-        return event
-
-    def _render(self, _: Any, __: str, event: MutableMapping[str, Any]) -> str:
-        ordered = {"time": event.pop("time"), "type": event.pop("type"), **event}
-        return self.redactor.to_json(ordered)
+    @property
+    def usage(self) -> UsageDetails:
+        """Tokens of every round written to this log (all its runs)."""
+        return self._tokens.details()
 
     # events ----------------------------------------------------------------------------------
     def subscribe(self, callback: Callable[[dict[str, Any]], None]) -> None:
@@ -175,17 +215,17 @@ class RunLog:
     def _write(self, run: RunContext | None, event_type: str, data: dict[str, Any]) -> None:
         if self._stream.closed:
             return
-        if run is None:
-            self._logger.info(event_type, data=data)
+        line: dict[str, Any] = {"time": self._clock.now(), "type": event_type}
+        if run is not None:
+            line["run_id"] = run.run_id
+            if run.parent is not None:
+                line["parent_run_id"] = run.parent.run_id
+        line["data"] = data
+        self._writer.write(self.redactor.to_json(line))
+        if self._subscribers:
+            del line["time"]  # subscribers get type, the run ids and the data
             for callback in self._subscribers:
-                callback({"type": event_type, "data": data})
-            return
-        ids: dict[str, Any] = {"run_id": run.run_id}
-        if run.parent is not None:
-            ids["parent_run_id"] = run.parent.run_id
-        self._logger.info(event_type, **ids, data=data)
-        for callback in self._subscribers:
-            callback({"type": event_type, **ids, "data": data})
+                callback(dict(line))
 
     def _cut(self, text: str) -> str:
         if self.max_text_chars is not None and len(text) > self.max_text_chars:
@@ -220,14 +260,14 @@ class RunLog:
         self._round(current_run(), response, ms)
 
     def _round(self, run: RunContext | None, response: ChatResponse, ms: float) -> None:
-        usage = response.usage or UsageDetails()
+        usage = response.usage or _NO_USAGE
         self.rounds += 1
-        self.usage = self.usage + usage
+        self._tokens.add(usage)
         number = self.rounds
         if run is not None:
             totals = self._totals_of(run)
             totals.rounds += 1
-            totals.usage = totals.usage + usage
+            totals.tokens.add(usage)
             number = totals.rounds
         self._write(
             run,
@@ -282,14 +322,14 @@ class RunLog:
         run = run if run is not None else current_run()
         if run is not None and run.has_state(self):
             t = self._totals_of(run)
-            rounds, calls, errors, usage = t.rounds, t.tool_calls, t.tool_errors, t.usage
+            rounds, calls, errors, usage = t.rounds, t.tool_calls, t.tool_errors, t.tokens
             seconds = time.monotonic() - run.started
         else:
             rounds, calls, errors, usage = (
                 self.rounds,
                 self.tool_calls,
                 self.tool_errors,
-                self.usage,
+                self._tokens,
             )
             seconds = time.monotonic() - self.started_at
         return {

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from loopkit.abstractions.chat import ChatClient, ChatOptions, ChatResponse, ChatResponseUpdate
 from loopkit.abstractions.content import ChatMessage, UsageContent, UsageDetails
@@ -14,15 +14,36 @@ from loopkit.run_context import current_run
 
 @dataclass(slots=True)
 class BudgetState:
-    """What one run has spent against one budget."""
+    """What one run has spent against one budget (plain counters: adding ``UsageDetails``
+    models every round validated a new model each time)."""
 
-    used: UsageDetails = field(default_factory=UsageDetails)
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cached_input_tokens: int = 0
+    cache_creation_input_tokens: int = 0
     requests: int = 0
+
+    @property
+    def used(self) -> UsageDetails:
+        """The tokens counted so far."""
+        return UsageDetails(
+            input_tokens=self.input_tokens,
+            output_tokens=self.output_tokens,
+            cached_input_tokens=self.cached_input_tokens,
+            cache_creation_input_tokens=self.cache_creation_input_tokens,
+        )
 
     @property
     def spent(self) -> int:
         """Input plus output tokens counted so far."""
-        return self.used.input_tokens + self.used.output_tokens
+        return self.input_tokens + self.output_tokens
+
+    def add(self, usage: UsageDetails) -> None:
+        """Count ``usage``."""
+        self.input_tokens += usage.input_tokens
+        self.output_tokens += usage.output_tokens
+        self.cached_input_tokens += usage.cached_input_tokens
+        self.cache_creation_input_tokens += usage.cache_creation_input_tokens
 
 
 class TokenBudgetChatClient(DelegatingChatClient):
@@ -87,7 +108,7 @@ class TokenBudgetChatClient(DelegatingChatClient):
         response = await self.inner.get_response(messages, options)
         state.requests += 1
         if response.usage is not None:
-            state.used = state.used + response.usage
+            state.add(response.usage)
         return response
 
     async def get_streaming_response(
@@ -100,5 +121,5 @@ class TokenBudgetChatClient(DelegatingChatClient):
         async for update in self.inner.get_streaming_response(messages, options):
             for c in update.contents:
                 if isinstance(c, UsageContent):
-                    state.used = state.used + c.usage
+                    state.add(c.usage)
             yield update

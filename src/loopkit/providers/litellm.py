@@ -48,6 +48,7 @@ from loopkit.abstractions.content import (
     UsageContent,
 )
 from loopkit.errors import ProviderError
+from loopkit.providers.history_cache import HistoryCache
 from loopkit.providers.litellm_errors import (
     classify,
     describe,
@@ -57,15 +58,16 @@ from loopkit.providers.litellm_errors import (
 )
 from loopkit.providers.litellm_mapping import (
     AUTH_HEADERS,
-    add_cache_breakpoints,
     attr,
     checked_litellm_params,
     function_call_from,
     map_finish_reason,
     map_usage,
+    mark_cache_breakpoints,
+    message_to_openai,
     options_to_kwargs,
+    request_messages,
     str_mapping,
-    to_openai_messages,
     to_response_format,
 )
 
@@ -234,6 +236,9 @@ class LiteLLMChatClient:
         self.extra_headers = str_mapping("extra_headers", extra_headers)
         self.extra_body = str_mapping("extra_body", extra_body)
         self.litellm_params = checked_litellm_params(litellm_params)
+        # Each message is put into the wire format once, not once per request (see
+        # loopkit.providers.history_cache for when a kept one is used again).
+        self._wire_cache: HistoryCache[list[dict[str, Any]]] = HistoryCache(message_to_openai)
 
     def __repr__(self) -> str:
         # Never show the key, nor a password in api_base.
@@ -259,9 +264,13 @@ class LiteLLMChatClient:
     def build_request(
         self, messages: Sequence[ChatMessage], options: ChatOptions | None = None
     ) -> dict[str, Any]:
-        """The keyword arguments for ``litellm.acompletion`` (without the API key)."""
+        """The keyword arguments for ``litellm.acompletion`` (without the API key).
+
+        The message dicts in it are kept for the next request of the same conversation: read
+        them, never change them (copy first).
+        """
         model = options.model_id if options and options.model_id else self.model
-        wire_messages = to_openai_messages(messages)
+        wire_messages, last_system = self._wire_cache.read(messages, request_messages)
         if not wire_messages:
             raise ValueError("messages must contain at least one message with content")
         request: dict[str, Any] = {
@@ -285,7 +294,7 @@ class LiteLLMChatClient:
         request.update(options_to_kwargs(options))
         _check_json_mode(model, options)
         if self.prompt_caching:
-            add_cache_breakpoints(request["messages"], request.get("tools"))
+            mark_cache_breakpoints(wire_messages, request.get("tools"), last_system)
         return request
 
     def _call_kwargs(self, request: dict[str, Any]) -> dict[str, Any]:

@@ -22,6 +22,7 @@ from loopkit.abstractions.content import (
     UsageDetails,
 )
 from loopkit.abstractions.tools import Tool
+from loopkit.providers.history_cache import CachedHistory
 
 #: Anthropic's prompt-cache breakpoint marker; litellm copies it onto the Anthropic blocks.
 EPHEMERAL: dict[str, str] = {"type": "ephemeral"}
@@ -65,34 +66,67 @@ def to_openai_messages(messages: Sequence[ChatMessage]) -> list[dict[str, Any]]:
     """
     out: list[dict[str, Any]] = []
     for index, m in enumerate(messages):
-        if not isinstance(m, ChatMessage):
-            raise TypeError(
-                f"messages[{index}] must be a loopkit ChatMessage, got {type(m).__name__}"
-            )
-        results = [c for c in m.contents if isinstance(c, FunctionResultContent)]
-        calls = [c for c in m.contents if isinstance(c, FunctionCallContent)]
-        parts = _user_parts([c for c in m.contents if isinstance(c, TextContent | DataContent)])
-        if m.role == ChatRole.ASSISTANT:
-            if parts or calls:
-                msg: dict[str, Any] = {"role": "assistant", "content": _simplify(parts) or None}
-                if calls:
-                    msg["tool_calls"] = [
-                        {
-                            "id": c.call_id,
-                            "type": "function",
-                            "function": {"name": c.name, "arguments": json.dumps(c.arguments)},
-                        }
-                        for c in calls
-                    ]
-                out.append(msg)
-        elif m.role in (ChatRole.SYSTEM, ChatRole.USER) and parts:
-            out.append({"role": m.role.value, "content": _simplify(parts)})
-        elif m.role == ChatRole.TOOL and parts and not results:
-            # Text in a tool message without a call id has nowhere to go but a user turn.
-            out.append({"role": "user", "content": _simplify(parts)})
-        for r in results:
-            out.append({"role": "tool", "tool_call_id": r.call_id, "content": r.result})
+        out.extend(message_to_openai(index, m))
     return out
+
+
+def message_to_openai(index: int, m: ChatMessage) -> list[dict[str, Any]]:
+    """One loopkit message → its OpenAI messages (none, one, or one per function result);
+    ``index`` (its place in the conversation) is for the error message only."""
+    if not isinstance(m, ChatMessage):
+        raise TypeError(f"messages[{index}] must be a loopkit ChatMessage, got {type(m).__name__}")
+    out: list[dict[str, Any]] = []
+    results = [c for c in m.contents if isinstance(c, FunctionResultContent)]
+    calls = [c for c in m.contents if isinstance(c, FunctionCallContent)]
+    parts = _user_parts([c for c in m.contents if isinstance(c, TextContent | DataContent)])
+    if m.role == ChatRole.ASSISTANT:
+        if parts or calls:
+            msg: dict[str, Any] = {"role": "assistant", "content": _simplify(parts) or None}
+            if calls:
+                msg["tool_calls"] = [
+                    {
+                        "id": c.call_id,
+                        "type": "function",
+                        "function": {"name": c.name, "arguments": json.dumps(c.arguments)},
+                    }
+                    for c in calls
+                ]
+            out.append(msg)
+    elif m.role in (ChatRole.SYSTEM, ChatRole.USER) and parts:
+        out.append({"role": m.role.value, "content": _simplify(parts)})
+    elif m.role == ChatRole.TOOL and parts and not results:
+        # Text in a tool message without a call id has nowhere to go but a user turn.
+        out.append({"role": "user", "content": _simplify(parts)})
+    for r in results:
+        out.append({"role": "tool", "tool_call_id": r.call_id, "content": r.result})
+    return out
+
+
+class WireHistory:
+    """A conversation's OpenAI-format messages, flattened, and where its last system one is."""
+
+    __slots__ = ("last_system", "messages")
+
+    def __init__(self) -> None:
+        self.messages: list[dict[str, Any]] = []
+        self.last_system = -1
+
+    def add(self, wires: list[dict[str, Any]]) -> WireHistory:
+        for wire in wires:
+            if wire["role"] == "system":
+                self.last_system = len(self.messages)
+            self.messages.append(wire)
+        return self
+
+
+def request_messages(
+    history: CachedHistory[list[dict[str, Any]]],
+) -> tuple[list[dict[str, Any]], int]:
+    """(A :meth:`HistoryCache.read` reader.) A request's own list of the conversation's wire
+    messages (the dicts are the kept ones: never change them) and the index of its last system
+    message."""
+    wire = history.fold("wire", WireHistory, WireHistory.add)
+    return list(wire.messages), wire.last_system
 
 
 def to_openai_tools(tools: Sequence[Tool]) -> list[dict[str, Any]]:
@@ -245,25 +279,43 @@ def add_cache_breakpoints(
     cache. Three breakpoints stay under Anthropic's limit of four. litellm copies ``cache_control``
     from OpenAI-format content blocks, tools and tool messages onto the Anthropic request.
     """
+    last_system = -1
+    for i in range(len(messages) - 1, -1, -1):
+        if messages[i].get("role") == "system":
+            last_system = i
+            break
+    mark_cache_breakpoints(messages, tools, last_system)
+
+
+def mark_cache_breakpoints(
+    messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, last_system: int
+) -> None:
+    """:func:`add_cache_breakpoints` with the index of the last system message known (-1: none).
+
+    The marked messages are replaced by marked copies: the dicts given are never changed, so a
+    cache of them stays as it was (the list, and ``tools``, are changed in place).
+    """
     if tools:
-        tools[-1]["cache_control"] = dict(EPHEMERAL)
-    system = [m for m in messages if m.get("role") == "system"]
-    if system:
-        _mark_message(system[-1])
+        tools[-1] = {**tools[-1], "cache_control": dict(EPHEMERAL)}
+    if last_system >= 0:
+        messages[last_system] = _marked(messages[last_system])
     if messages and messages[-1].get("role") != "system":
-        _mark_message(messages[-1])
+        messages[-1] = _marked(messages[-1])
 
 
-def _mark_message(message: dict[str, Any]) -> None:
+def _marked(message: dict[str, Any]) -> dict[str, Any]:
+    """A copy of ``message`` carrying a cache breakpoint."""
     if message.get("role") == "tool":
         # litellm puts a tool message's cache_control on the Anthropic tool_result block.
-        message["cache_control"] = dict(EPHEMERAL)
-        return
+        return {**message, "cache_control": dict(EPHEMERAL)}
     content = message.get("content")
     if isinstance(content, str) and content:
-        message["content"] = [{"type": "text", "text": content, "cache_control": dict(EPHEMERAL)}]
-    elif isinstance(content, list) and content:
-        content[-1] = {**content[-1], "cache_control": dict(EPHEMERAL)}
+        block = {"type": "text", "text": content, "cache_control": dict(EPHEMERAL)}
+        return {**message, "content": [block]}
+    if isinstance(content, list) and content:
+        last = {**content[-1], "cache_control": dict(EPHEMERAL)}
+        return {**message, "content": [*content[:-1], last]}
+    return message
 
 
 # --- client settings ----------------------------------------------------------------------------

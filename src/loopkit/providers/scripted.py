@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import operator
 import re
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from pathlib import Path
@@ -28,6 +29,7 @@ from loopkit.abstractions.content import (
     UsageDetails,
 )
 from loopkit.errors import ScriptDivergedError, describe_validation_error
+from loopkit.providers.history_cache import CachedHistory, HistoryCache
 
 
 class ResultMatch(BaseModel):
@@ -171,6 +173,9 @@ class ScriptedChatClient:
         self.strict = strict
         self.position = 0
         self.requests: list[list[ChatMessage]] = []
+        # Each message's characters are counted once, not on every request (the estimate of a
+        # request's input would otherwise re-read the whole history: quadratic in a run).
+        self._chars: HistoryCache[int] = HistoryCache(_message_chars)
 
     @property
     def finished(self) -> bool:
@@ -180,10 +185,10 @@ class ScriptedChatClient:
         if turn_no == 0 or not self.strict:
             return
         previous = self.script.turns[turn_no - 1]
-        results: dict[str, FunctionResultContent] = {}
-        for m in messages:
-            for r in m.function_results:
-                results[r.call_id] = r
+        results = _latest_results(
+            messages,
+            {call.id or f"call_{turn_no}_{i + 1}" for i, call in enumerate(previous.calls)},
+        )
         for i, call in enumerate(previous.calls):
             call_id = call.id or f"call_{turn_no}_{i + 1}"
             where = f"turn {turn_no + 1}: result of {call.name} (turn {turn_no}, call {i + 1})"
@@ -242,12 +247,7 @@ class ScriptedChatClient:
     ) -> UsageDetails:
         if turn.usage is not None:
             return turn.usage
-        sent = sum(
-            len(getattr(c, "text", "") or getattr(c, "result", "") or "")
-            + len(json.dumps(getattr(c, "arguments", {})))
-            for m in messages
-            for c in m.contents
-        )
+        sent = self._chars.read(messages, _sent_chars)
         # The tool schemas go with every request too, as a provider would bill them.
         tools = options.tools if options is not None else []
         sent += sum(len(t.name) + len(t.description) + len(json.dumps(t.parameters)) for t in tools)
@@ -276,6 +276,35 @@ class ScriptedChatClient:
         yield ChatResponseUpdate(
             contents=[UsageContent(usage=usage)], finish_reason=response.finish_reason
         )
+
+
+def _message_chars(index: int, message: ChatMessage) -> int:
+    """The characters of ``message`` that the usage estimate counts (texts, results, arguments
+    as JSON)."""
+    return sum(
+        len(getattr(c, "text", "") or getattr(c, "result", "") or "")
+        + len(json.dumps(getattr(c, "arguments", {})))
+        for c in message.contents
+    )
+
+
+def _sent_chars(history: CachedHistory[int]) -> int:
+    return history.fold("chars", int, operator.add)
+
+
+def _latest_results(
+    messages: Sequence[ChatMessage], call_ids: set[str]
+) -> dict[str, FunctionResultContent]:
+    """The latest result for each of ``call_ids`` in ``messages``, read from the end back only
+    as far as needed (a turn's results are at the end of the history)."""
+    found: dict[str, FunctionResultContent] = {}
+    for m in reversed(messages):
+        for r in reversed(m.contents):
+            if isinstance(r, FunctionResultContent) and r.call_id in call_ids:
+                found.setdefault(r.call_id, r)
+        if len(found) == len(call_ids):
+            break
+    return found
 
 
 class FunctionChatClient:
