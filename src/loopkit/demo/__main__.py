@@ -39,13 +39,21 @@ examples:
   python -m loopkit.demo examples/cards/delete-asks-for-confirmation.md
   python -m loopkit.demo CARD.md --config examples/configs/claude.toml   (ANTHROPIC_API_KEY set)
   python -m loopkit.demo CARD.md --model openai/gpt-5                    (OPENAI_API_KEY set)
+  python -m loopkit.demo CARD.md --durable     a run that survives being killed (the durable extra)
+  python -m loopkit.demo --resume              list the interrupted durable runs
+  python -m loopkit.demo --resume ID           resume one (or: --resume all)
 
 exit status: 0 the card is Done; 1 it is Failed (also when the run inside the headless desktop was
 killed by a signal other than SIGINT, SIGTERM or SIGHUP); 2 bad input (card, config, arguments:
 nothing is started or created, except that a card which was read but is not valid still gets
-its log and is marked Failed); 130 interrupted (SIGINT, SIGTERM or SIGHUP).
-Settings can also come from LOOPKIT_* environment variables (e.g. LOOPKIT_MODEL).
+its log and is marked Failed); 130 interrupted (SIGINT, SIGTERM or SIGHUP; a durable run that is
+interrupted or killed is 130 too, its card stays In Work and --resume takes it up again).
+Settings can also come from LOOPKIT_* environment variables (e.g. LOOPKIT_MODEL, LOOPKIT_DURABLE,
+LOOPKIT_DATABASE_URL).
 """
+
+#: ``--resume`` without an id: list the interrupted runs.
+_LIST = ""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -63,7 +71,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("card", type=Path, help="the card file (Markdown with front matter)")
+    parser.add_argument(
+        "card", type=Path, nargs="?", help="the card file (Markdown with front matter)"
+    )
     parser.add_argument("--config", type=Path, help="a TOML config file (see examples/configs/)")
     parser.add_argument(
         "--model",
@@ -78,7 +88,27 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--transcript", type=Path, help="scripted model: play this transcript instead"
     )
-    return parser.parse_args(argv)
+    parser.add_argument(
+        "--durable",
+        action="store_const",
+        const=True,
+        help="run the card as a durable workflow: every model request and tool call is a "
+        "checkpoint; a run that is killed or stopped is taken up again with --resume",
+    )
+    parser.add_argument(
+        "--resume",
+        nargs="?",
+        const=_LIST,
+        metavar="ID",
+        help="without ID: list the interrupted durable runs; with an ID (or the start of one) "
+        "or 'all': resume them",
+    )
+    args = parser.parse_args(argv)
+    if args.resume is not None and args.card is not None:
+        parser.error("give a card to run, or --resume, not both")
+    if args.resume is None and args.card is None:
+        parser.error("the card file is required (or --resume to list interrupted runs)")
+    return args
 
 
 def exit_status(status: int) -> int:
@@ -136,7 +166,9 @@ def _start_dying_with_us(
     return subprocess.Popen(command, env=env, preexec_fn=preexec)
 
 
-def _rerun_in_headless_desktop(argv: list[str], config: RunnerConfig, card_path: Path) -> int:
+def _rerun_in_headless_desktop(
+    argv: list[str], config: RunnerConfig, card_path: Path | None
+) -> int:
     # The desktop (Xvfb + D-Bus + AT-SPI) is loopkit_ui's; reach it as a command, not an import.
     env = {**os.environ, "LOOPKIT_IN_HEADLESS_SESSION": "1"}
     command = [sys.executable, "-m", "loopkit_ui.session", "--",
@@ -166,8 +198,24 @@ def _rerun_in_headless_desktop(argv: list[str], config: RunnerConfig, card_path:
             signal.pthread_sigmask(signal.SIG_SETMASK, mask)
     status = proc.wait()
     if status not in (EXIT_DONE, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INTERRUPTED):
+        if config.durable or card_path is None:
+            # A durable run's checkpoints survive its process: it is interrupted, not failed.
+            print(
+                f"error: the run ended abnormally ({_how(status)}); it was durable, so its card "
+                "stays In Work: resume it with `python -m loopkit.demo --resume`",
+                file=sys.stderr,
+            )
+            return EXIT_INTERRUPTED
         _mark_failed_after_a_killed_run(config, card_path, status)
     return exit_status(status)
+
+
+def _how(status: int) -> str:
+    how = f"status {status}"
+    signum = -status if status < 0 else status - 128 if status > 128 else None
+    with contextlib.suppress(ValueError):
+        how = f"killed by {signal.Signals(signum or 0).name}"
+    return how
 
 
 def _mark_failed_after_a_killed_run(config: RunnerConfig, card_path: Path, status: int) -> None:
@@ -176,10 +224,7 @@ def _mark_failed_after_a_killed_run(config: RunnerConfig, card_path: Path, statu
     from loopkit.cards import Card, CardState
     from loopkit.errors import CardError
 
-    how = f"status {status}"
-    signum = -status if status < 0 else status - 128 if status > 128 else None
-    with contextlib.suppress(ValueError):
-        how = f"killed by {signal.Signals(signum or 0).name}"
+    how = _how(status)
     note = ""
     try:
         card = Card.load(card_path, max_bytes=config.max_card_bytes)
@@ -191,10 +236,12 @@ def _mark_failed_after_a_killed_run(config: RunnerConfig, card_path: Path, statu
     print(f"error: the run ended abnormally ({how}){note}", file=sys.stderr)
 
 
-async def _run_until_interrupted(config: RunnerConfig, card: Card, console: Console) -> int:
-    """Run the demo; the first SIGINT/SIGTERM/SIGHUP cancels it cleanly, later ones are ignored
-    (one Ctrl-C reaches this process twice under the headless desktop: from the terminal and
-    forwarded)."""
+async def _run_until_interrupted(
+    config: RunnerConfig, card: Card | None, console: Console, resume: str | None = None
+) -> int:
+    """Run the demo (or resume durable runs: ``resume``); the first SIGINT/SIGTERM/SIGHUP
+    cancels it cleanly, later ones are ignored (one Ctrl-C reaches this process twice under the
+    headless desktop: from the terminal and forwarded)."""
     import asyncio
 
     from loopkit.demo.run import run_demo
@@ -214,6 +261,11 @@ async def _run_until_interrupted(config: RunnerConfig, card: Card, console: Cons
     for signum in _STOP_SIGNALS:
         loop.add_signal_handler(signum, stop)
     try:
+        if resume is not None:
+            from loopkit.demo.durable import resume_demo_runs
+
+            return await resume_demo_runs(config, resume, console)
+        assert card is not None
         return await run_demo(config, card, console)
     except asyncio.CancelledError:
         return EXIT_INTERRUPTED
@@ -240,6 +292,7 @@ def _main(argv: list[str]) -> int:
 
     from loopkit.cards import Card, ConfigError, load_config
     from loopkit.demo.run import (
+        check_durable,
         check_log_destination,
         check_settings,
         read_card,
@@ -258,7 +311,12 @@ def _main(argv: list[str]) -> int:
             max_tokens=args.max_tokens,
             log=args.log,
             transcript=args.transcript,
+            durable=args.durable,
         )
+        if config.durable or args.resume is not None:
+            check_durable(config)
+        if args.resume is not None:
+            return _resume(argv, config, args.resume or None, console)
         text = read_card(config, args.card)
         check_log_destination(config)
         try:
@@ -273,6 +331,19 @@ def _main(argv: list[str]) -> int:
     if _needs_headless_desktop(config.headless):
         return _rerun_in_headless_desktop(argv, config, args.card)
     return asyncio.run(_run_until_interrupted(config, card, console))
+
+
+def _resume(argv: list[str], config: RunnerConfig, which: str | None, console: Console) -> int:
+    """``--resume``: the list needs no desktop; resuming runs inside one, as a run does."""
+    import asyncio
+
+    if which is not None and _needs_headless_desktop(config.headless):
+        return _rerun_in_headless_desktop(argv, config, None)
+    if which is None:
+        from loopkit.demo.durable import resume_demo_runs
+
+        return asyncio.run(resume_demo_runs(config, None, console))
+    return asyncio.run(_run_until_interrupted(config, None, console, resume=which))
 
 
 if __name__ == "__main__":
