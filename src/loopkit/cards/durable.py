@@ -99,6 +99,13 @@ class CardRunRequest(BaseModel):
             raise CardError(f"unknown role {role!r}; the roles are: {', '.join(ROLES)}")
         if config is None:
             config = load_config(config_path, **overrides)
+        # Another process (a worker elsewhere) runs it: no path may depend on this one's folder.
+        absolute = {
+            name: value.resolve()
+            for name in ("transcript", "app_source", "runs_dir", "log")
+            if isinstance(value := getattr(config, name), Path)
+        }
+        config = config.model_copy(update=absolute)
         return cls(
             card=str(Path(card).resolve()),
             role=role,

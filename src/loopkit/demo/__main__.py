@@ -14,16 +14,15 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import ctypes
-import os
 import signal
-import subprocess
 import sys
-import threading
-from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, NoReturn
+
+from loopkit.demo.desktop import STOP_SIGNALS as _STOP_SIGNALS
+from loopkit.demo.desktop import needs_headless_desktop as _needs_headless_desktop
+from loopkit.demo.desktop import run_in_headless_desktop
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -31,8 +30,6 @@ if TYPE_CHECKING:
     from loopkit.cards import Card, RunnerConfig
 
 EXIT_DONE, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
-_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-_PR_SET_PDEATHSIG = 1
 
 _EPILOG = """\
 examples:
@@ -125,78 +122,10 @@ def exit_status(status: int) -> int:
     return EXIT_FAILED
 
 
-def _needs_headless_desktop(mode: str) -> bool:
-    if os.environ.get("LOOPKIT_IN_HEADLESS_SESSION"):
-        return False
-    if mode == "always":
-        return True
-    return mode == "auto" and not os.environ.get("DISPLAY") and sys.platform.startswith("linux")
-
-
-def _prctl() -> Callable[..., int] | None:
-    """libc's prctl where PR_SET_PDEATHSIG can be used: Linux, from the main thread (the signal
-    follows the *thread* that forked the child)."""
-    if not sys.platform.startswith("linux"):
-        return None
-    if threading.current_thread() is not threading.main_thread():
-        return None
-    try:
-        prctl: Callable[..., int] = ctypes.CDLL(None, use_errno=True).prctl
-    except (OSError, AttributeError):
-        return None
-    return prctl
-
-
-def _start_dying_with_us(
-    command: list[str],
-    env: dict[str, str],
-    prctl: Callable[..., int],
-    mask: set[int | signal.Signals],
-) -> subprocess.Popen[bytes]:
-    """Start ``command``; it gets SIGTERM when this process dies, even by SIGKILL, and the
-    signal ``mask`` back before it execs."""
-    parent = os.getpid()
-
-    def preexec() -> None:
-        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
-        prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
-        if os.getppid() != parent:  # we died before prctl took effect
-            os._exit(1)
-
-    return subprocess.Popen(command, env=env, preexec_fn=preexec)
-
-
 def _rerun_in_headless_desktop(
     argv: list[str], config: RunnerConfig, card_path: Path | None
 ) -> int:
-    # The desktop (Xvfb + D-Bus + AT-SPI) is loopkit_ui's; reach it as a command, not an import.
-    env = {**os.environ, "LOOPKIT_IN_HEADLESS_SESSION": "1"}
-    command = [sys.executable, "-m", "loopkit_ui.session", "--",
-               sys.executable, "-m", "loopkit.demo", *argv]  # fmt: skip
-    proc: subprocess.Popen[bytes] | None = None
-
-    # Pass an interrupt on and wait: the run inside marks its card Failed and ends its log
-    # before the desktop goes (subprocess.call would kill it at once).
-    def forward(signum: int, _frame: FrameType | None) -> None:
-        if proc is None:  # not started yet: stop here, as before
-            raise KeyboardInterrupt
-        with contextlib.suppress(ProcessLookupError):
-            proc.send_signal(signum)
-
-    for signum in _STOP_SIGNALS:
-        signal.signal(signum, forward)
-    prctl = _prctl()
-    if prctl is None:
-        proc = subprocess.Popen(command, env=env)
-    else:
-        # Held while the child is forked (a handler run inside the fork's hooks would lose its
-        # exception) and until ``proc`` is set, then passed on by ``forward``.
-        mask = signal.pthread_sigmask(signal.SIG_BLOCK, set(_STOP_SIGNALS))
-        try:
-            proc = _start_dying_with_us(command, env, prctl, mask)
-        finally:
-            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
-    status = proc.wait()
+    status = run_in_headless_desktop("loopkit.demo", argv)
     if status not in (EXIT_DONE, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INTERRUPTED):
         if config.durable or card_path is None:
             # A durable run's checkpoints survive its process: it is interrupted, not failed.
