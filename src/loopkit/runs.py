@@ -1,6 +1,6 @@
 """``python -m loopkit.runs``: queue card runs for the workers, list them, show one, cancel one.
 
-    python -m loopkit.runs enqueue CARD.md [--role ROLE] [--model MODEL]
+    python -m loopkit.runs enqueue CARD.md [CARD.md ...] [--role ROLE] [--model MODEL]
     python -m loopkit.runs list [--state STATE] [--limit N] [--json]
     python -m loopkit.runs show ID [--json]
     python -m loopkit.runs cancel ID
@@ -57,8 +57,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--database", help="the durable runs' database (sqlite:///file or postgresql://...)"
     )
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    enqueue = commands.add_parser("enqueue", help="queue a run of a card")
-    enqueue.add_argument("card", type=Path, help="the card file (Markdown with front matter)")
+    enqueue = commands.add_parser("enqueue", help="queue a run of each card (prints each run's id)")
+    enqueue.add_argument(
+        "cards", type=Path, nargs="+", metavar="CARD", help="a card file (Markdown, front matter)"
+    )
     enqueue.add_argument("--role", default="developer", help="the role (default: developer)")
     enqueue.add_argument("--model", help="the model (default: the config's, else scripted)")
     listing = commands.add_parser("list", help="the card runs, newest first")
@@ -93,15 +95,16 @@ async def _enqueue(runtime: DurableRuntime, config: RunnerConfig, args: argparse
     from loopkit.cards.durable import CardRunRequest
     from loopkit.cards.queue import enqueue_card_run
 
-    request = CardRunRequest.create(args.card, role=args.role, config=config)
-    done = await enqueue_card_run(runtime, request)
-    if not done.created:
-        print(
-            f"note: {Card.load(args.card).title!r} already has a queued or running run; "
-            "not queued again",
-            file=sys.stderr,
-        )
-    print(done.run_id)
+    for card in args.cards:
+        request = CardRunRequest.create(card, role=args.role, config=config)
+        done = await enqueue_card_run(runtime, request)
+        if not done.created:
+            print(
+                f"note: {Card.load(card).title!r} ({card}) already has a queued or running run; "
+                "not queued again",
+                file=sys.stderr,
+            )
+        print(done.run_id, flush=True)
     return EXIT_OK
 
 
@@ -186,11 +189,12 @@ def main(argv: list[str] | None = None) -> int:
 
             if args.role not in ROLES:
                 raise ConfigError(f"--role {args.role!r}: the roles are {', '.join(ROLES)}")
-            Card.load(args.card, max_bytes=config.max_card_bytes)  # a card, before it is queued
-            if config.scripted:  # its transcript must exist (a real model's key is the worker's)
-                from loopkit.demo.run import check_model
+            for card in args.cards:  # every one a card, before any is queued
+                Card.load(card, max_bytes=config.max_card_bytes)
+                if config.scripted:  # its transcript exists (a real model's key is the worker's)
+                    from loopkit.demo.run import check_model
 
-                check_model(config, args.card)
+                    check_model(config, card)
     except (ConfigError, CardError) as e:
         return _error(str(e))
     return asyncio.run(run(config, args))

@@ -119,14 +119,14 @@ async def serve(config: RunnerConfig, name: str, *, max_runs: int | None = None)
             for run_id in await requeue_dead_workers_runs(runtime):
                 _log(me, f"run {run_id}: its worker is gone; back on the queue")
             now = set(active_runs())
-            for run_id in sorted(now - running):
-                _log(me, f"run {run_id}: started")
             for run_id in sorted(running - now):
                 record = await get_card_run(runtime, run_id)
                 state = record.state if record is not None else "unknown"
                 reason = f" ({record.reason})" if record is not None and record.reason else ""
                 _log(me, f"run {run_id}: {state}{reason}")
                 ended += 1
+            for run_id in sorted(now - running):
+                _log(me, f"run {run_id}: started")
             running = now
             if max_runs is not None and ended >= max_runs and not running:
                 return EXIT_OK
