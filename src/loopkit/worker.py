@@ -103,7 +103,9 @@ async def serve(config: RunnerConfig, name: str, *, max_runs: int | None = None)
         database_for(config),
         executor_id=process_executor_id(name),
         listen=[CARD_QUEUE],
-        log_level="ERROR",
+        # DBOS logs a cancelled or failed run with a traceback; the worker reports each run's
+        # end itself, and the reason is in the run's record and log.
+        log_level="CRITICAL",
     )
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -118,7 +120,12 @@ async def serve(config: RunnerConfig, name: str, *, max_runs: int | None = None)
         while not stop.is_set():
             for run_id in await requeue_dead_workers_runs(runtime):
                 _log(me, f"run {run_id}: its worker is gone; back on the queue")
-            now = set(active_runs())
+            active = active_runs()
+            for run_id, durable in active.items():  # cancelled meanwhile: stop it now
+                found = await runtime.get_run(run_id)
+                if found is not None and found.status == "CANCELLED":
+                    durable.interrupt(cancelled=True)
+            now = set(active)
             for run_id in sorted(running - now):
                 record = await get_card_run(runtime, run_id)
                 state = record.state if record is not None else "unknown"

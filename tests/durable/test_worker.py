@@ -128,3 +128,64 @@ def test_a_worker_killed_mid_run_is_replaced_and_the_run_ends_once(tmp_path: Pat
         ["git", "rev-list", "--count", "HEAD"], cwd=repo, capture_output=True, text=True
     )
     assert count.stdout.strip() == "2"  # the app's copy and the card's one commit
+
+
+def wait_for_build(tmp_path: Path, proc: subprocess.Popen[str]) -> None:
+    deadline = time.monotonic() + 120
+    while not (tmp_path / "built-once").exists():
+        assert proc.poll() is None, proc.communicate()[0]
+        assert time.monotonic() < deadline, "the worker never reached the build"
+        time.sleep(0.05)
+
+
+def test_cancel_stops_a_running_run_at_once_and_marks_its_card_failed(tmp_path: Path) -> None:
+    card = copy_card(tmp_path, CARD)
+    run_id = runs(
+        tmp_path, "--config", str(slow_first_build(tmp_path)), "enqueue", str(card)
+    ).strip()
+    w = worker(tmp_path, "w")
+    wait_for_build(tmp_path, w)
+    build = [p for p in descendants(w.pid) if "built-once" in cmdline(p)]
+    assert build  # the 60-second build is running
+    assert runs(tmp_path, "cancel", run_id) == f"cancelled run {run_id} (running before)\n"
+    record = json.loads(runs(tmp_path, "show", run_id, "--json"))
+    assert record["state"] == "cancelled"
+    assert Card.load(card).state == CardState.FAILED
+    deadline = time.monotonic() + 30  # the worker notices within a poll, not after the build
+    while any(p in descendants(w.pid) for p in build):
+        assert time.monotonic() < deadline, "the build still runs after the cancel"
+        time.sleep(0.1)
+    events = [json.loads(line) for line in Path(record["log_path"]).read_text().splitlines()]
+    assert events[-1]["type"] == "cancelled"
+    w.send_signal(signal.SIGTERM)
+    out, _ = w.communicate(timeout=60)
+    assert w.returncode == 130, out
+    assert f"run {run_id}: cancelled" in out
+
+
+def test_a_stopped_worker_interrupts_its_run_and_the_next_worker_finishes_it(
+    tmp_path: Path,
+) -> None:
+    card = copy_card(tmp_path, CARD)
+    run_id = runs(
+        tmp_path, "--config", str(slow_first_build(tmp_path)), "enqueue", str(card)
+    ).strip()
+    first = worker(tmp_path, "first")
+    wait_for_build(tmp_path, first)
+    first.send_signal(signal.SIGTERM)
+    out, _ = first.communicate(timeout=60)
+    assert first.returncode == 130, out
+    assert "the run in progress stays pending for the next worker" in out
+    assert Card.load(card).state == CardState.IN_WORK
+
+    second = worker(tmp_path, "second", "--max-runs", "1")
+    out, _ = second.communicate(timeout=240)
+    assert second.returncode == 0, out
+    assert f"run {run_id}: done" in out
+    record = json.loads(runs(tmp_path, "show", run_id, "--json"))
+    events = [json.loads(line) for line in Path(record["log_path"]).read_text().splitlines()]
+    types = Counter(e["type"] for e in events)
+    # The stopped worker wrote `interrupted` itself; the resume does not write it again.
+    assert (types["interrupted"], types["resumed"], types["result"]) == (1, 1, 1)
+    assert [e["data"]["round"] for e in events if e["type"] == "round"] == list(range(1, 25))
+    assert Card.load(card).state == CardState.DONE

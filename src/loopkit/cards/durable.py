@@ -29,7 +29,7 @@ from loopkit.cards.card import Card, CardState
 from loopkit.cards.config import RunnerConfig, load_config
 from loopkit.cards.result import RunResult
 from loopkit.cards.runner import CARD_PREFIX, CardRunner, CardRunOutcome, ToolSource
-from loopkit.durable.run import durable_step
+from loopkit.durable.run import current_durable_run, durable_step
 from loopkit.durable.steps import MODEL_STEP, ModelCheckpoint, durable_tools
 from loopkit.errors import BudgetExceededError, CardError
 from loopkit.run_context import run_scope
@@ -194,12 +194,16 @@ class DurableCardRunner(CardRunner):
             result = self._judge(answer)
         except asyncio.CancelledError:
             run = logged.run if logged is not None else None
+            durable = current_durable_run()
             with run_scope(run) if run is not None else nullcontext():
-                self.log.write(
-                    "interrupted",
-                    reason="the run was stopped before it ended; the card stays In Work until "
-                    "the run is resumed",
-                )
+                if durable is not None and durable.cancelled:
+                    self.log.write("cancelled", reason="the run was cancelled; it ends here")
+                else:
+                    self.log.write(
+                        "interrupted",
+                        reason="the run was stopped before it ended; the card stays In Work "
+                        "until the run is resumed",
+                    )
             raise
         except BudgetExceededError as e:
             result = RunResult(status="failed", reason=str(e))

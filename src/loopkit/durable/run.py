@@ -83,6 +83,8 @@ class DurableRun:
     on_event: Callable[[str, dict[str, Any]], None] | None = None
     #: The task running the workflow body (so the process can interrupt it: :meth:`interrupt`).
     task: asyncio.Task[Any] | None = None
+    #: Set (with :meth:`interrupt`) when the run was cancelled for good, not just stopped here.
+    cancelled: bool = False
     #: Per-client state of requests made outside any agent run (a bare pipeline).
     bare_state: dict[int, Any] = field(default_factory=dict)
     _notice_pending: bool = False
@@ -144,11 +146,13 @@ class DurableRun:
             self.workflow_id if self._agent_runs == 1 else f"{self.workflow_id}-{self._agent_runs}"
         )
 
-    def interrupt(self) -> bool:
+    def interrupt(self, *, cancelled: bool = False) -> bool:
         """Cancel the task running this workflow in this process (the run stays pending: an
-        interruption, resumed later, not an ending); False when it is not running here."""
+        interruption, resumed later, not an ending; ``cancelled``: the run itself was cancelled
+        in the database, so its code can say so); False when it is not running here."""
         if self.task is None or self.task.done():
             return False
+        self.cancelled = self.cancelled or cancelled
         self.task.get_loop().call_soon_threadsafe(self.task.cancel)
         return True
 
