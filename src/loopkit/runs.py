@@ -197,6 +197,17 @@ def main(argv: list[str] | None = None) -> int:
                     check_model(config, card)
     except (ConfigError, CardError) as e:
         return _error(str(e))
+    from loopkit.demo.durable import database_for
+
+    url = database_for(config)
+    if args.command != "enqueue" and url.startswith("sqlite:///"):
+        where = url.removeprefix("sqlite:///")
+        if not Path(where).exists():  # nothing was ever queued here: create nothing
+            if args.command != "list":
+                return _error(f"there is no card run {args.run_id!r} (no runs yet in {where})")
+            if not args.json:
+                print("no card runs" + (f" in state {args.state}" if args.state else ""))
+            return EXIT_OK
     return asyncio.run(run(config, args))
 
 
