@@ -117,6 +117,7 @@ async def serve(config: RunnerConfig, name: str, *, max_runs: int | None = None)
         await register_card_queue()
         _log(me, f"taking card runs from {runtime!r}, one at a time")
         running: set[str] = set()
+        leaving: set[str] = set()
         while not stop.is_set():
             for run_id in await requeue_dead_workers_runs(runtime):
                 _log(me, f"run {run_id}: its worker is gone; back on the queue")
@@ -126,16 +127,21 @@ async def serve(config: RunnerConfig, name: str, *, max_runs: int | None = None)
                 if found is not None and found.status == "CANCELLED":
                     durable.interrupt(cancelled=True)
             now = set(active)
-            for run_id in sorted(running - now):
+            for run_id in sorted(now - running):
+                _log(me, f"run {run_id}: started")
+            # A run's code has returned; DBOS writes its outcome just after: report it then.
+            leaving |= running - now
+            for run_id in sorted(leaving):
                 record = await get_card_run(runtime, run_id)
+                if record is not None and record.state == "running":
+                    continue
                 state = record.state if record is not None else "unknown"
                 reason = f" ({record.reason})" if record is not None and record.reason else ""
                 _log(me, f"run {run_id}: {state}{reason}")
+                leaving.discard(run_id)
                 ended += 1
-            for run_id in sorted(now - running):
-                _log(me, f"run {run_id}: started")
             running = now
-            if max_runs is not None and ended >= max_runs and not running:
+            if max_runs is not None and ended >= max_runs and not running and not leaving:
                 return EXIT_OK
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), 0.5)
