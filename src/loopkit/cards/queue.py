@@ -81,7 +81,7 @@ async def enqueue_card_run(
 
     from loopkit.run_context import new_run_id
 
-    runtime._check_started()
+    runtime.check_started()
     wanted = run_id or new_run_id()
     handle = await DBOS.enqueue_workflow_with_options_async(
         {

@@ -237,7 +237,8 @@ class DurableRuntime:
     async def __aexit__(self, *exc: object) -> None:
         await self.stop()
 
-    def _check_started(self) -> None:
+    def check_started(self) -> None:
+        """Raise :class:`DurableError` unless the runtime is started."""
         if not self._started:
             raise DurableError("the durable runtime is not started: use `async with runtime:`")
 
@@ -252,7 +253,7 @@ class DurableRuntime:
     ) -> list[RunRecord]:
         """The runs in the database (``workflow``: only runs of those workflow names;
         ``status``: only those DBOS statuses, e.g. ``PENDING``)."""
-        self._check_started()
+        self.check_started()
         from dbos import DBOS
 
         found = await DBOS.list_workflows_async(
@@ -265,7 +266,7 @@ class DurableRuntime:
 
     async def get_run(self, run_id: str) -> RunRecord | None:
         """One run, or None when there is no run of that id."""
-        self._check_started()
+        self.check_started()
         from dbos import DBOS
 
         found = await DBOS.list_workflows_async(workflow_ids=[run_id])
@@ -273,7 +274,7 @@ class DurableRuntime:
 
     async def steps(self, run_id: str) -> list[StepRecord]:
         """The checkpoints a run has recorded, in order."""
-        self._check_started()
+        self.check_started()
         from dbos import DBOS
 
         return [step_record(s) for s in await DBOS.list_workflow_steps_async(run_id)]
@@ -287,7 +288,7 @@ class DurableRuntime:
         still runs; a run of another host or of an executor that cannot be checked needs
         ``force=True`` (make sure it is not running: two executions would race).
         """
-        self._check_started()
+        self.check_started()
         from dbos import DBOS
 
         record = await self.get_run(run_id)
