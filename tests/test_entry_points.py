@@ -60,6 +60,8 @@ DEMO = "loopkit.demo"
 SESSION = "loopkit_ui.session"
 SERVER = "loopkit_ui.server"
 SCRIPTS = "loopkit_ui.scripts"
+WORKER = "loopkit.worker"
+RUNS = "loopkit.runs"
 
 ROWS: dict[str, Row] = {
     # python -m loopkit.demo
@@ -123,6 +125,19 @@ ROWS: dict[str, Row] = {
     ),
     "scripts: unknown subcommand": Row(SCRIPTS, ["nope"], "nope"),
     "scripts: no subcommand": Row(SCRIPTS, [], "command"),
+    # python -m loopkit.worker / loopkit.runs (durable runs)
+    "worker: a name with a colon": Row(WORKER, ["--name", "a:b"], "a:b"),
+    "worker: --max-runs 0": Row(WORKER, ["--max-runs", "0"], "--max-runs"),
+    "worker: unsupported database": Row(WORKER, ["--database", "mysql://u:pw@db/x"], "mysql"),
+    "worker: missing config file": Row(WORKER, ["--config", "{missing}"], "{missing}"),
+    "runs: enqueue a missing card": Row(RUNS, ["enqueue", "{missing}"], "{missing}"),
+    "runs: enqueue a binary card": Row(RUNS, ["enqueue", "{binary}"], "{binary}"),
+    "runs: unknown role": Row(RUNS, ["enqueue", "{card}", "--role", "boss"], "boss"),
+    "runs: show an unknown run": Row(RUNS, ["show", "0123"], "0123"),
+    "runs: cancel an unknown run": Row(RUNS, ["cancel", "0123"], "0123"),
+    "runs: --limit 0": Row(RUNS, ["list", "--limit", "0"], "--limit"),
+    "runs: unsupported database": Row(RUNS, ["--database", "mysql://u:pw@db/x", "list"], "mysql"),
+    "runs: no subcommand": Row(RUNS, [], "command"),
 }
 
 

@@ -112,6 +112,17 @@ class RunnerConfig(BaseSettings):
         default=Path("runs"), description="Where scratch repositories and logs go."
     )
     log: Path | None = Field(default=None, description="The run log (default: in the run folder).")
+    durable: bool = Field(
+        default=False,
+        description="Run the card as a durable workflow (the `durable` extra): every model "
+        "request and tool call is a checkpoint, and a run that is killed or stopped is resumed "
+        "with `python -m loopkit.demo --resume`.",
+    )
+    database_url: str | None = Field(
+        default=None,
+        description="Where durable runs keep their checkpoints: sqlite:///path or "
+        "postgresql+psycopg://user@host/db (default: runs_dir/loopkit.sqlite).",
+    )
     headless: Literal["auto", "always", "never"] = Field(
         default="auto",
         description="Start a headless desktop (Xvfb + AT-SPI): auto = when DISPLAY is not set.",

@@ -14,16 +14,15 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import ctypes
-import os
 import signal
-import subprocess
 import sys
-import threading
-from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, NoReturn
+
+from loopkit.demo.desktop import STOP_SIGNALS as _STOP_SIGNALS
+from loopkit.demo.desktop import needs_headless_desktop as _needs_headless_desktop
+from loopkit.demo.desktop import run_in_headless_desktop
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -31,21 +30,27 @@ if TYPE_CHECKING:
     from loopkit.cards import Card, RunnerConfig
 
 EXIT_DONE, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
-_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-_PR_SET_PDEATHSIG = 1
 
 _EPILOG = """\
 examples:
   python -m loopkit.demo examples/cards/delete-asks-for-confirmation.md
   python -m loopkit.demo CARD.md --config examples/configs/claude.toml   (ANTHROPIC_API_KEY set)
   python -m loopkit.demo CARD.md --model openai/gpt-5                    (OPENAI_API_KEY set)
+  python -m loopkit.demo CARD.md --durable     a run that survives being killed (the durable extra)
+  python -m loopkit.demo --resume              list the interrupted durable runs
+  python -m loopkit.demo --resume ID           resume one (or: --resume all)
 
 exit status: 0 the card is Done; 1 it is Failed (also when the run inside the headless desktop was
 killed by a signal other than SIGINT, SIGTERM or SIGHUP); 2 bad input (card, config, arguments:
 nothing is started or created, except that a card which was read but is not valid still gets
-its log and is marked Failed); 130 interrupted (SIGINT, SIGTERM or SIGHUP).
-Settings can also come from LOOPKIT_* environment variables (e.g. LOOPKIT_MODEL).
+its log and is marked Failed); 130 interrupted (SIGINT, SIGTERM or SIGHUP; a durable run that is
+interrupted or killed is 130 too, its card stays In Work and --resume takes it up again).
+Settings can also come from LOOPKIT_* environment variables (e.g. LOOPKIT_MODEL, LOOPKIT_DURABLE,
+LOOPKIT_DATABASE_URL).
 """
+
+#: ``--resume`` without an id: list the interrupted runs.
+_LIST = ""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -63,7 +68,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("card", type=Path, help="the card file (Markdown with front matter)")
+    parser.add_argument(
+        "card", type=Path, nargs="?", help="the card file (Markdown with front matter)"
+    )
     parser.add_argument("--config", type=Path, help="a TOML config file (see examples/configs/)")
     parser.add_argument(
         "--model",
@@ -91,7 +98,29 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="scripted model: check every tool result against the transcript's 'expect' "
         "(default on; --no-strict plays on whatever a tool answers). Beats the config.",
     )
-    return parser.parse_args(argv)
+    parser.add_argument(
+        "--durable",
+        action="store_const",
+        const=True,
+        help="run the card as a durable workflow: every model request and tool call is a "
+        "checkpoint; a run that is killed or stopped is taken up again with --resume",
+    )
+    parser.add_argument(
+        "--resume",
+        nargs="?",
+        const=_LIST,
+        metavar="ID",
+        help="without ID: list the interrupted durable runs; with an ID (or the start of one) "
+        "or 'all': resume them",
+    )
+    args = parser.parse_args(argv)
+    if args.resume is not None and args.card is not None:
+        parser.error("give a card to run, or --resume, not both")
+    if args.resume is None and args.card is None:
+        parser.error("the card file is required (or --resume to list interrupted runs)")
+    if args.durable and args.record_transcript is not None:
+        parser.error("--record-transcript does not work with --durable yet; record without it")
+    return args
 
 
 def exit_status(status: int) -> int:
@@ -108,79 +137,29 @@ def exit_status(status: int) -> int:
     return EXIT_FAILED
 
 
-def _needs_headless_desktop(mode: str) -> bool:
-    if os.environ.get("LOOPKIT_IN_HEADLESS_SESSION"):
-        return False
-    if mode == "always":
-        return True
-    return mode == "auto" and not os.environ.get("DISPLAY") and sys.platform.startswith("linux")
-
-
-def _prctl() -> Callable[..., int] | None:
-    """libc's prctl where PR_SET_PDEATHSIG can be used: Linux, from the main thread (the signal
-    follows the *thread* that forked the child)."""
-    if not sys.platform.startswith("linux"):
-        return None
-    if threading.current_thread() is not threading.main_thread():
-        return None
-    try:
-        prctl: Callable[..., int] = ctypes.CDLL(None, use_errno=True).prctl
-    except (OSError, AttributeError):
-        return None
-    return prctl
-
-
-def _start_dying_with_us(
-    command: list[str],
-    env: dict[str, str],
-    prctl: Callable[..., int],
-    mask: set[int | signal.Signals],
-) -> subprocess.Popen[bytes]:
-    """Start ``command``; it gets SIGTERM when this process dies, even by SIGKILL, and the
-    signal ``mask`` back before it execs."""
-    parent = os.getpid()
-
-    def preexec() -> None:
-        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
-        prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
-        if os.getppid() != parent:  # we died before prctl took effect
-            os._exit(1)
-
-    return subprocess.Popen(command, env=env, preexec_fn=preexec)
-
-
-def _rerun_in_headless_desktop(argv: list[str], config: RunnerConfig, card_path: Path) -> int:
-    # The desktop (Xvfb + D-Bus + AT-SPI) is loopkit_ui's; reach it as a command, not an import.
-    env = {**os.environ, "LOOPKIT_IN_HEADLESS_SESSION": "1"}
-    command = [sys.executable, "-m", "loopkit_ui.session", "--",
-               sys.executable, "-m", "loopkit.demo", *argv]  # fmt: skip
-    proc: subprocess.Popen[bytes] | None = None
-
-    # Pass an interrupt on and wait: the run inside marks its card Failed and ends its log
-    # before the desktop goes (subprocess.call would kill it at once).
-    def forward(signum: int, _frame: FrameType | None) -> None:
-        if proc is None:  # not started yet: stop here, as before
-            raise KeyboardInterrupt
-        with contextlib.suppress(ProcessLookupError):
-            proc.send_signal(signum)
-
-    for signum in _STOP_SIGNALS:
-        signal.signal(signum, forward)
-    prctl = _prctl()
-    if prctl is None:
-        proc = subprocess.Popen(command, env=env)
-    else:
-        # Held while the child is forked (a handler run inside the fork's hooks would lose its
-        # exception) and until ``proc`` is set, then passed on by ``forward``.
-        mask = signal.pthread_sigmask(signal.SIG_BLOCK, set(_STOP_SIGNALS))
-        try:
-            proc = _start_dying_with_us(command, env, prctl, mask)
-        finally:
-            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
-    status = proc.wait()
+def _rerun_in_headless_desktop(
+    argv: list[str], config: RunnerConfig, card_path: Path | None
+) -> int:
+    status = run_in_headless_desktop("loopkit.demo", argv)
     if status not in (EXIT_DONE, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INTERRUPTED):
+        if config.durable or card_path is None:
+            # A durable run's checkpoints survive its process: it is interrupted, not failed.
+            print(
+                f"error: the run ended abnormally ({_how(status)}); it was durable, so its card "
+                "stays In Work: resume it with `python -m loopkit.demo --resume`",
+                file=sys.stderr,
+            )
+            return EXIT_INTERRUPTED
         _mark_failed_after_a_killed_run(config, card_path, status)
     return exit_status(status)
+
+
+def _how(status: int) -> str:
+    how = f"status {status}"
+    signum = -status if status < 0 else status - 128 if status > 128 else None
+    with contextlib.suppress(ValueError):
+        how = f"killed by {signal.Signals(signum or 0).name}"
+    return how
 
 
 def _mark_failed_after_a_killed_run(config: RunnerConfig, card_path: Path, status: int) -> None:
@@ -189,10 +168,7 @@ def _mark_failed_after_a_killed_run(config: RunnerConfig, card_path: Path, statu
     from loopkit.cards import Card, CardState
     from loopkit.errors import CardError
 
-    how = f"status {status}"
-    signum = -status if status < 0 else status - 128 if status > 128 else None
-    with contextlib.suppress(ValueError):
-        how = f"killed by {signal.Signals(signum or 0).name}"
+    how = _how(status)
     note = ""
     try:
         card = Card.load(card_path, max_bytes=config.max_card_bytes)
@@ -204,10 +180,12 @@ def _mark_failed_after_a_killed_run(config: RunnerConfig, card_path: Path, statu
     print(f"error: the run ended abnormally ({how}){note}", file=sys.stderr)
 
 
-async def _run_until_interrupted(config: RunnerConfig, card: Card, console: Console) -> int:
-    """Run the demo; the first SIGINT/SIGTERM/SIGHUP cancels it cleanly, later ones are ignored
-    (one Ctrl-C reaches this process twice under the headless desktop: from the terminal and
-    forwarded)."""
+async def _run_until_interrupted(
+    config: RunnerConfig, card: Card | None, console: Console, resume: str | None = None
+) -> int:
+    """Run the demo (or resume durable runs: ``resume``); the first SIGINT/SIGTERM/SIGHUP
+    cancels it cleanly, later ones are ignored (one Ctrl-C reaches this process twice under the
+    headless desktop: from the terminal and forwarded)."""
     import asyncio
 
     from loopkit.demo.run import run_demo
@@ -227,6 +205,11 @@ async def _run_until_interrupted(config: RunnerConfig, card: Card, console: Cons
     for signum in _STOP_SIGNALS:
         loop.add_signal_handler(signum, stop)
     try:
+        if resume is not None:
+            from loopkit.demo.durable import resume_demo_runs
+
+            return await resume_demo_runs(config, resume, console)
+        assert card is not None
         return await run_demo(config, card, console)
     except asyncio.CancelledError:
         return EXIT_INTERRUPTED
@@ -253,6 +236,7 @@ def _main(argv: list[str]) -> int:
 
     from loopkit.cards import Card, ConfigError, load_config
     from loopkit.demo.run import (
+        check_durable,
         check_log_destination,
         check_settings,
         read_card,
@@ -273,7 +257,14 @@ def _main(argv: list[str]) -> int:
             transcript=args.transcript,
             strict=args.strict,
             record_transcript=args.record_transcript,
+            durable=args.durable,
         )
+        if config.durable and config.record_transcript is not None:
+            raise ConfigError("record_transcript does not work with durable runs yet")
+        if config.durable or args.resume is not None:
+            check_durable(config)
+        if args.resume is not None:
+            return _resume(argv, config, args.resume or None, console)
         text = read_card(config, args.card)
         check_log_destination(config)
         try:
@@ -288,6 +279,19 @@ def _main(argv: list[str]) -> int:
     if _needs_headless_desktop(config.headless):
         return _rerun_in_headless_desktop(argv, config, args.card)
     return asyncio.run(_run_until_interrupted(config, card, console))
+
+
+def _resume(argv: list[str], config: RunnerConfig, which: str | None, console: Console) -> int:
+    """``--resume``: the list needs no desktop; resuming runs inside one, as a run does."""
+    import asyncio
+
+    if which is not None and _needs_headless_desktop(config.headless):
+        return _rerun_in_headless_desktop(argv, config, None)
+    if which is None:
+        from loopkit.demo.durable import resume_demo_runs
+
+        return asyncio.run(resume_demo_runs(config, None, console))
+    return asyncio.run(_run_until_interrupted(config, None, console, resume=which))
 
 
 if __name__ == "__main__":

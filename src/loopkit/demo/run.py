@@ -40,7 +40,9 @@ from loopkit.demo.workspace import (
 from loopkit.errors import CardError, describe_validation_error
 
 if TYPE_CHECKING:
-    from loopkit.cards import ToolSource
+    from loopkit.cards import CardRunner, ToolSource
+    from loopkit.mcp.config import MCPServerConfig
+    from loopkit.middleware.run_log import RunLog
 
 # The runner (the agent layer, MCP, retries, the run log) is imported by the functions that use it:
 # the process that only checks the settings and starts the headless desktop never needs it.
@@ -222,6 +224,21 @@ def check_model(config: RunnerConfig, card_path: Path) -> None:
         raise ConfigError(f"transcript (--transcript or `transcript`): {e}") from None
 
 
+def check_durable(config: RunnerConfig) -> None:
+    """Durable runs can start: DBOS is installed and the database setting makes sense (nothing
+    is created here)."""
+    from loopkit.durable.errors import DurableError
+    from loopkit.durable.runtime import DEFAULT_DATABASE_FILE, database_url, require_dbos
+
+    try:
+        require_dbos()
+        url = database_url(config.database_url, default=config.runs_dir / DEFAULT_DATABASE_FILE)
+    except DurableError as e:
+        raise ConfigError(str(e)) from None
+    if url.startswith("sqlite:///"):
+        _check_creatable(Path(url.removeprefix("sqlite:///")), "database (durable runs)")
+
+
 def check_settings(config: RunnerConfig, card_path: Path) -> None:
     """Every setting of a run, checked before a desktop starts or anything is created.
 
@@ -268,11 +285,62 @@ def refuse_invalid_card(
     return 2
 
 
+def ui_server_for(config: RunnerConfig, run_dir: Path) -> MCPServerConfig:
+    """The UI server of a run: its trees and screenshots go into the run's folder."""
+    ui_server = config.ui_server
+    if ui_server.command is not None:
+        ui_env = {"LOOPKIT_UI_OUTPUT_DIR": str(run_dir / "ui"), **ui_server.env}
+        ui_server = ui_server.model_copy(update={"env": ui_env})
+    return ui_server
+
+
+def card_runner(
+    config: RunnerConfig,
+    model: ChatClient,
+    tools: ToolSource,
+    scratch: ScratchRepo,
+    log: RunLog,
+    *,
+    durable: bool = False,
+) -> CardRunner:
+    """The runner of one demo run: the demo's instructions, the local tools and the UI server,
+    the limits, retries for a real model. ``durable``: inside a durable workflow (each model
+    request and tool call a checkpoint, retries inside the request's checkpoint)."""
+    from loopkit.cards import CardRunner, MCPToolSource, RunLimits
+    from loopkit.middleware.retry import RetryPolicy
+
+    sources: list[ToolSource] = [tools, MCPToolSource(ui_server_for(config, scratch.run_dir))]
+    retry = None if config.scripted else RetryPolicy(max_attempts=config.retries)
+    settings: dict[str, Any] = {
+        "instructions": instructions(),
+        "log": log,
+        "limits": RunLimits(config.max_rounds, config.max_tokens, config.max_output_tokens),
+        "model_name": config.model,
+        "sampling": {"temperature": config.temperature} if config.temperature is not None else {},
+    }
+    if not durable:
+        return CardRunner(model, sources=sources, retry=retry, **settings)
+    from loopkit.builder import ChatClientBuilder
+    from loopkit.cards.durable import DurableCardRunner, DurableToolSource
+    from loopkit.demo.durable import ScriptPosition
+    from loopkit.durable import DurableChatClient
+    from loopkit.providers.scripted import ScriptedChatClient
+
+    if isinstance(model, ScriptedChatClient):
+        model = ScriptPosition(model)
+    if retry is not None:
+        model = ChatClientBuilder(model).use_retries(retry).build()
+    return DurableCardRunner(
+        DurableChatClient(model),
+        sources=[DurableToolSource(s) for s in sources],
+        **settings,
+    )
+
+
 async def run_demo(config: RunnerConfig, card: Card, console: Console) -> int:
     """Run ``card`` (checked by :func:`check_settings` and :func:`read_card` before): first
     line, live line, summary; returns the exit status."""
-    from loopkit.cards import CardRunner, CardRunOutcome, MCPToolSource, RunLimits, RunResult
-    from loopkit.middleware.retry import RetryPolicy
+    from loopkit.cards import CardRunOutcome, RunResult
     from loopkit.middleware.run_log import RunLog
     from loopkit.middleware.transcript_recorder import TranscriptRecorder
 
@@ -287,6 +355,10 @@ async def run_demo(config: RunnerConfig, card: Card, console: Console) -> int:
         console.print(
             f"[yellow]note:[/yellow] the card is in state {card.state.value}; running it again"
         )
+    if config.durable:
+        from loopkit.demo.durable import run_durable_demo
+
+        return await run_durable_demo(config, card, console)
     recorder: TranscriptRecorder | None = None
     try:
         model = make_model(config, card_path)
@@ -301,22 +373,7 @@ async def run_demo(config: RunnerConfig, card: Card, console: Console) -> int:
     log_path = config.log or scratch.run_dir / "run.jsonl"
     base = scratch.head()
     with RunLog(log_path) as log:
-        ui_server = config.ui_server
-        if ui_server.command is not None:
-            # Trees and screenshots of this run go into its folder.
-            ui_env = {"LOOPKIT_UI_OUTPUT_DIR": str(scratch.run_dir / "ui"), **ui_server.env}
-            ui_server = ui_server.model_copy(update={"env": ui_env})
-        sources: list[ToolSource] = [tools, MCPToolSource(ui_server)]
-        runner = CardRunner(
-            model,
-            instructions=instructions(),
-            sources=sources,
-            log=log,
-            limits=RunLimits(config.max_rounds, config.max_tokens, config.max_output_tokens),
-            retry=None if config.scripted else RetryPolicy(max_attempts=config.retries),
-            model_name=config.model,
-            sampling={"temperature": config.temperature} if config.temperature is not None else {},
-        )
+        runner = card_runner(config, model, tools, scratch, log)
         progress = LiveProgress(console, config.max_rounds)
         log.subscribe(progress.on_event)
         interrupted = False

@@ -1,0 +1,366 @@
+"""Durable card runs, the card runner's side: what a run starts from, how it ends, its record.
+
+A durable card run is a workflow (registered by the demo, :mod:`loopkit.demo.durable`) that
+starts from a :class:`CardRunRequest` (plain data: the card's path, the role, the model and the
+resolved settings) and returns a :class:`CardRunResult`. Its body checkpoints the preparation
+(card In Work, scratch repository), every model request and tool call, and the end (card Done or
+Failed, the ``result`` line) with :class:`DurableCardRunner`. The card keeps its contract: In
+Work while the run runs or is interrupted, Done or Failed once it ends.
+
+:func:`list_card_runs` and :func:`get_card_run` read runs back as :class:`CardRunRecord`\\ s (card,
+role, model, state, reason, rounds, tokens, commit, log, worker).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from contextlib import AsyncExitStack, nullcontext, suppress
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from loopkit.abstractions.tools import Tool
+from loopkit.agents.result import AgentRunResult
+from loopkit.cards.card import Card, CardState
+from loopkit.cards.config import RunnerConfig, load_config
+from loopkit.cards.result import RunResult
+from loopkit.cards.runner import CARD_PREFIX, CardRunner, CardRunOutcome, ToolSource
+from loopkit.durable.run import current_durable_run, durable_step
+from loopkit.durable.steps import MODEL_STEP, ModelCheckpoint, durable_tools
+from loopkit.errors import BudgetExceededError, CardError
+from loopkit.run_context import run_scope
+
+if TYPE_CHECKING:
+    from loopkit.cards.runner import _CardRunLog
+    from loopkit.durable.records import RunRecord, RunState
+    from loopkit.durable.runtime import DurableRuntime
+    from loopkit.middleware.run_log import RunLog
+
+__all__ = [
+    "CARD_RUN_WORKFLOW",
+    "FINISH_STEP",
+    "PREPARE_STEP",
+    "ROLES",
+    "CardRunRecord",
+    "CardRunRequest",
+    "CardRunResult",
+    "DurableCardRunner",
+    "DurableToolSource",
+    "PreparedRun",
+    "finish_card_run",
+    "get_card_run",
+    "list_card_runs",
+]
+
+#: The registered name of the card-run workflow (stored with every run: keep it).
+CARD_RUN_WORKFLOW = "loopkit.card_run"
+#: Checkpoint: the card In Work, its text, the scratch repository, the log's path.
+PREPARE_STEP = "loopkit.card.prepare"
+#: Checkpoint: the card Done or Failed and the ``result`` line.
+FINISH_STEP = "loopkit.card.finish"
+#: The roles a card run can take (one today: the demo's instructions are the developer's).
+ROLES = ("developer",)
+
+
+class CardRunRequest(BaseModel):
+    """What a durable card run starts from: plain data, stored with the run and enough to run
+    it in any process (a worker's too)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    #: The card file (absolute path).
+    card: str
+    role: str = "developer"
+    #: The model string (also in ``config``; kept here for listings).
+    model: str
+    #: The resolved settings (:class:`~loopkit.cards.config.RunnerConfig` as JSON data): the
+    #: run uses them, not the environment of the process that resumes it.
+    config: dict[str, Any]
+    #: The config file they came from, if any (for the record).
+    config_path: str | None = None
+
+    @classmethod
+    def create(
+        cls,
+        card: str | Path,
+        *,
+        role: str = "developer",
+        config: RunnerConfig | None = None,
+        config_path: str | Path | None = None,
+        **overrides: Any,
+    ) -> CardRunRequest:
+        """A request for ``card``: ``config`` as given, or read from ``config_path`` (TOML),
+        the ``LOOPKIT_*`` environment and ``overrides`` (e.g. ``model=``), as the demo does."""
+        if role not in ROLES:
+            raise CardError(f"unknown role {role!r}; the roles are: {', '.join(ROLES)}")
+        if config is None:
+            config = load_config(config_path, **overrides)
+        # Another process (a worker elsewhere) runs it: no path may depend on this one's folder.
+        absolute = {
+            name: value.resolve()
+            for name in ("transcript", "app_source", "runs_dir", "log")
+            if isinstance(value := getattr(config, name), Path)
+        }
+        config = config.model_copy(update=absolute)
+        return cls(
+            card=str(Path(card).resolve()),
+            role=role,
+            model=config.model,
+            config=config.model_dump(mode="json"),
+            config_path=None if config_path is None else str(Path(config_path).resolve()),
+        )
+
+    def runner_config(self) -> RunnerConfig:
+        """The settings of the run (validated again, never read from the environment)."""
+        return RunnerConfig.model_validate(self.config)
+
+
+class PreparedRun(BaseModel):
+    """What the preparation checkpoint recorded."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    #: The card's text once In Work (the prompt: a resumed run sends the same card).
+    card_text: str
+    title: str
+    run_dir: str
+    repo: str
+    app_folder: str
+    log_path: str
+    #: The scratch repository's first commit (the run's commits come after it).
+    base: str
+
+
+class CardRunResult(BaseModel):
+    """What a durable card run returns (the workflow's output)."""
+
+    status: str
+    reason: str | None = None
+    card_state: str
+    totals: dict[str, Any] = Field(default_factory=dict)
+    #: The run's commit ("<id> <subject> (<files>)"), if it made one.
+    commit: str | None = None
+    log_path: str | None = None
+    repo: str | None = None
+
+    @property
+    def done(self) -> bool:
+        return self.status == "done"
+
+
+class DurableToolSource:
+    """A :class:`~loopkit.cards.runner.ToolSource` whose tools are checkpoints. Opening it is
+    not one: a resumed run opens its sources again (a new UI server, new process tools)."""
+
+    def __init__(self, source: ToolSource) -> None:
+        self.source = source
+        self.tools: list[Tool] = []
+
+    async def __aenter__(self) -> DurableToolSource:
+        await self.source.__aenter__()
+        self.tools = durable_tools(self.source.tools)
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.source.__aexit__(*exc)
+
+
+class DurableCardRunner(CardRunner):
+    """The card runner inside a durable workflow: the agent run as :class:`CardRunner` makes it
+    (give it a :class:`~loopkit.durable.steps.DurableChatClient` model, retries inside it, and
+    :class:`DurableToolSource`\\ s), the end a checkpoint, and an interruption that leaves the
+    card In Work for the run to be resumed (an ``interrupted`` line, not a Failed card)."""
+
+    async def run(self, card: Card, *, write_state: bool = True) -> CardRunOutcome:
+        """Run ``card`` (already In Work: the preparation checkpoint set it) to its end."""
+        answer: AgentRunResult[str] | None = None
+        logged: _CardRunLog | None = None
+        try:
+            async with AsyncExitStack() as stack:
+                tools: list[Tool] = []
+                for source in self.sources:
+                    await stack.enter_async_context(source)
+                    tools.extend(source.tools)
+                self._check_unique(tools)
+                agent, logged = self._agent(tools)
+                answer = await agent.run(
+                    CARD_PREFIX + card.text,
+                    metadata={"card": card.title, "limits": self.limits.as_dict()},
+                )
+            result = self._judge(answer)
+        except asyncio.CancelledError:
+            run = logged.run if logged is not None else None
+            durable = current_durable_run()
+            with run_scope(run) if run is not None else nullcontext():
+                if durable is not None and durable.cancelled:
+                    self.log.write("cancelled", reason="the run was cancelled; it ends here")
+                else:
+                    self.log.write(
+                        "interrupted",
+                        reason="the run was stopped before it ended; the card stays In Work "
+                        "until the run is resumed",
+                    )
+            raise
+        except BudgetExceededError as e:
+            result = RunResult(status="failed", reason=str(e))
+        except Exception as e:  # a provider or tool-server failure, too many failing rounds ...
+            result = RunResult(status="failed", reason=f"{type(e).__name__}: {e}")
+        run = logged.run if logged is not None else None
+        with run_scope(run) if run is not None else nullcontext():
+            ended = await finish_card_run(card, result, self.log, write_state=write_state)
+        ended_card = card
+        if card.path is not None:
+            with suppress(CardError):
+                ended_card = Card.load(card.path)
+        return CardRunOutcome(
+            result=result,
+            card=ended_card,
+            run=answer,
+            run_id=run.run_id if run is not None else None,
+            totals=ended["totals"],
+        )
+
+
+async def finish_card_run(
+    card: Card, result: RunResult, log: RunLog, *, write_state: bool = True
+) -> dict[str, Any]:
+    """The end of a durable card run, as a checkpoint (once, ever): the card's new state,
+    written into the file as it is now (an edit made while the run was interrupted stays), and
+    the ``result`` line; returns ``{"card_state", "totals"}``. Call it in the run's scope so the
+    line belongs to the run."""
+
+    def finish() -> dict[str, Any]:
+        state = CardState.DONE if result.done else CardState.FAILED
+        if write_state and card.path is not None:
+            try:
+                Card.load(card.path).save_state(state)
+            except (CardError, OSError) as e:  # the log still records the result
+                log.error(f"could not write the card state: {e}")
+        log.result(result.status, result.reason, card_state=state.value)
+        return {"card_state": state.value, "totals": log.totals()}
+
+    ended: dict[str, Any] = await durable_step(FINISH_STEP, finish)
+    return ended
+
+
+# -- records ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class CardRunRecord:
+    """A card run as the database has it."""
+
+    run_id: str
+    card: str
+    title: str | None
+    role: str
+    model: str
+    #: ``running``, ``interrupted``, ``queued``, ``done``, ``failed`` or ``cancelled``.
+    state: str
+    reason: str | None
+    rounds: int
+    input_tokens: int
+    output_tokens: int
+    cached_input_tokens: int
+    commit: str | None
+    log_path: str | None
+    #: The process (executor) that ran it last, and whether it still runs (None: unknown here).
+    worker: str | None
+    worker_alive: bool | None
+    created_at: datetime | None
+    updated_at: datetime | None
+
+    @property
+    def tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+
+def _state(run: RunRecord, result: CardRunResult | None) -> str:
+    state: RunState = run.state
+    if state == "succeeded":
+        return result.status if result is not None else "failed"
+    return state
+
+
+def _text(output: Any) -> str | None:
+    return output if isinstance(output, str) else None
+
+
+def _from_steps(steps: list[Any]) -> tuple[PreparedRun | None, dict[str, int]]:
+    prepared: PreparedRun | None = None
+    rounds = input_tokens = output_tokens = cached = 0
+    for step in steps:
+        text = _text(step.output)
+        if text is None:
+            continue
+        if step.name == PREPARE_STEP:
+            prepared = PreparedRun.model_validate(json.loads(text))
+        elif step.name == MODEL_STEP:
+            rounds += 1
+            usage = ModelCheckpoint.model_validate_json(text).response.usage
+            if usage is not None:
+                input_tokens += usage.input_tokens
+                output_tokens += usage.output_tokens
+                cached += usage.cached_input_tokens
+    return prepared, {
+        "rounds": rounds,
+        "input_tokens": input_tokens,
+        "output_tokens": output_tokens,
+        "cached_input_tokens": cached,
+    }
+
+
+async def _card_record(runtime: DurableRuntime, run: RunRecord) -> CardRunRecord | None:
+    args = run.inputs.get("args") or []
+    try:
+        request = CardRunRequest.model_validate(args[0] if args else run.inputs["kwargs"])
+    except Exception:  # not a card run, or an input this version cannot read
+        return None
+    result = CardRunResult.model_validate(run.output) if isinstance(run.output, dict) else None
+    prepared, counted = _from_steps(await runtime.steps(run.run_id))
+    totals = result.totals if result is not None else counted
+    reason = result.reason if result is not None else run.error
+    return CardRunRecord(
+        run_id=run.run_id,
+        card=request.card,
+        title=prepared.title if prepared is not None else None,
+        role=request.role,
+        model=request.model,
+        state=_state(run, result),
+        reason=reason,
+        rounds=int(totals.get("rounds", 0)),
+        input_tokens=int(totals.get("input_tokens", 0)),
+        output_tokens=int(totals.get("output_tokens", 0)),
+        cached_input_tokens=int(totals.get("cached_input_tokens", 0)),
+        commit=result.commit if result is not None else None,
+        log_path=prepared.log_path if prepared is not None else None,
+        worker=run.executor_id,
+        worker_alive=run.executor_alive,
+        created_at=run.created_at,
+        updated_at=run.updated_at,
+    )
+
+
+async def list_card_runs(
+    runtime: DurableRuntime, *, state: str | None = None, limit: int | None = None
+) -> list[CardRunRecord]:
+    """The card runs in ``runtime``'s database, newest first (``state``: only those, e.g.
+    ``interrupted``). Reads each run's checkpoints for its rounds and tokens so far."""
+    records: list[CardRunRecord] = []
+    for run in await runtime.list_runs(workflow=CARD_RUN_WORKFLOW, limit=limit):
+        record = await _card_record(runtime, run)
+        if record is not None and (state is None or record.state == state):
+            records.append(record)
+    return records
+
+
+async def get_card_run(runtime: DurableRuntime, run_id: str) -> CardRunRecord | None:
+    """One card run, or None when there is no card run of that id."""
+    run = await runtime.get_run(run_id)
+    if run is None or run.workflow != CARD_RUN_WORKFLOW:
+        return None
+    return await _card_record(runtime, run)

@@ -1,0 +1,364 @@
+"""``DurableRuntime``: this process's connection to the durable-execution engine (DBOS).
+
+DBOS keeps one engine per process (a singleton with its own threads); this class is the one
+place loopkit configures, starts and stops it, and reads runs back from its database. The
+database is a SQLite file by default (nothing to install, the file is created on first use) or
+PostgreSQL for several machines (``postgresql+psycopg://user@host/db``; the
+``LOOPKIT_DATABASE_URL`` variable names it without a code change).
+
+Each process has an *executor id*. loopkit's default names the process
+(``kind:host:pid:start-time``), so that :func:`executor_alive` can tell a run whose process is
+gone (interrupted: it can be resumed) from one that is still running. DBOS recovers the runs of
+an executor when a process with that id starts; a process with a fresh id recovers nothing on its
+own, and :meth:`DurableRuntime.resume` takes over one run explicitly.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import socket
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from loopkit.durable.errors import DurableError
+from loopkit.durable.records import RunRecord, StepRecord, run_record, step_record
+
+if TYPE_CHECKING:
+    from dbos import WorkflowHandleAsync
+
+__all__ = [
+    "APPLICATION_VERSION",
+    "DATABASE_URL_VARIABLE",
+    "DEFAULT_DATABASE_FILE",
+    "DurableRuntime",
+    "database_url",
+    "executor_alive",
+    "process_executor_id",
+    "require_dbos",
+]
+
+#: The environment variable that names the database (it beats the configured default).
+DATABASE_URL_VARIABLE = "LOOPKIT_DATABASE_URL"
+#: The SQLite file's name when only a folder is given (``runs/loopkit.sqlite``).
+DEFAULT_DATABASE_FILE = "loopkit.sqlite"
+#: DBOS resumes a run only under the application version that started it, and by default it
+#: derives that version from a hash of the code, so any edit would strand interrupted runs.
+#: loopkit pins it instead; bump it when the order of a run's checkpoints changes.
+APPLICATION_VERSION = "loopkit-durable-1"
+APP_NAME = "loopkit"
+_INSTALL = "pip install 'loopkit[durable]'"
+
+
+def require_dbos() -> Any:
+    """The ``dbos`` module, or a :class:`DurableError` that says how to install it."""
+    try:
+        import dbos
+    except ImportError as e:
+        raise DurableError(
+            f"durable runs need DBOS, which is not installed ({e}); install the durable extra: "
+            f"{_INSTALL}"
+        ) from None
+    return dbos
+
+
+def database_url(
+    value: str | Path | None = None,
+    *,
+    default: str | Path | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> str:
+    """The URL of the database durable runs keep their checkpoints in.
+
+    ``value`` (a setting), else ``LOOPKIT_DATABASE_URL``, else ``default``. Each may be a URL
+    (``sqlite:///path``, ``postgresql://...``, ``postgresql+psycopg://...``) or a path: a
+    folder gets ``loopkit.sqlite`` inside it, a file is the SQLite file. ``postgresql://``
+    becomes ``postgresql+psycopg://`` (psycopg 3, the driver DBOS uses).
+    """
+    env = os.environ if environ is None else environ
+    chosen = value if value not in (None, "") else env.get(DATABASE_URL_VARIABLE) or default
+    if chosen in (None, ""):
+        raise DurableError(
+            f"no database for durable runs: set {DATABASE_URL_VARIABLE} (sqlite:///path or "
+            "postgresql+psycopg://user@host/db) or give a folder for the SQLite file"
+        )
+    text = str(chosen).strip()
+    if text.startswith("postgresql://"):
+        return "postgresql+psycopg://" + text.removeprefix("postgresql://")
+    if text.startswith(("postgresql+psycopg://", "sqlite:///")):
+        return text
+    if "://" in text:
+        scheme = text.split("://", 1)[0]
+        raise DurableError(
+            f"database URL {text.split('@')[-1]!r}: the scheme {scheme!r} is not supported; "
+            "use sqlite:///path/to/file.sqlite or postgresql+psycopg://user@host/db"
+        )
+    path = Path(text).expanduser()
+    if path.is_dir() or not path.suffix:
+        path = path / DEFAULT_DATABASE_FILE
+    return f"sqlite:///{path.resolve()}"
+
+
+def _process_start(pid: int) -> str:
+    """The process's start time in clock ticks since boot (Linux), so a reused pid is another
+    process; "" where /proc is not there."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return ""
+    return stat.rsplit(")", 1)[1].split()[19]
+
+
+def process_executor_id(kind: str = "process") -> str:
+    """An executor id naming this process: ``kind:host:pid:start``."""
+    pid = os.getpid()
+    return f"{kind}:{socket.gethostname()}:{pid}:{_process_start(pid)}"
+
+
+def executor_alive(executor_id: str | None) -> bool | None:
+    """Whether the process an executor id of :func:`process_executor_id` names still runs:
+    True or False on this host, None for an id of another host or of another form (a worker's
+    own name), where only that machine can tell."""
+    if not executor_id:
+        return None
+    parts = executor_id.split(":")
+    if len(parts) != 4 or parts[1] != socket.gethostname() or not parts[2].isdigit():
+        return None
+    pid, start = int(parts[2]), parts[3]
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass  # it exists, owned by someone else
+    if sys.platform.startswith("linux") and start:
+        now = _process_start(pid)
+        return now == start
+    return True
+
+
+class DurableRuntime:
+    """The durable-execution engine of this process: start it, run workflows, read runs back.
+
+    - ``database``: a database URL or path (see :func:`database_url`).
+    - ``executor_id``: this process's name in the database (default
+      :func:`process_executor_id`); DBOS recovers the runs left by an executor of the same id
+      when it starts.
+    - ``listen``: the queues this process takes work from (default: only its own private queue,
+      used by :meth:`resume`), so a process never takes work meant for workers; ``None``
+      listens to every queue (DBOS's default).
+    - ``log_level``: DBOS's own logging (it prints to the console).
+
+    Only one runtime can run in a process at a time (DBOS is a process-wide engine). Start it
+    from the event loop that will run the workflows (``async with runtime:``): DBOS runs the
+    workflows it takes from queues on that loop.
+    """
+
+    def __init__(
+        self,
+        database: str | Path,
+        *,
+        executor_id: str | None = None,
+        listen: Sequence[str] | None = (),
+        log_level: str = "WARNING",
+        application_version: str = APPLICATION_VERSION,
+    ) -> None:
+        self.database_url = database_url(database)
+        self.executor_id = executor_id or process_executor_id()
+        #: The queue :meth:`resume` puts a run on; only this process listens to it.
+        self.private_queue = f"loopkit-resume:{self.executor_id}"
+        self.listen = None if listen is None else [*listen, self.private_queue]
+        self.log_level = log_level
+        self.application_version = application_version
+        self._started = False
+        self._queue_registered = False
+
+    def __repr__(self) -> str:
+        where = self.database_url.split("@")[-1]  # no user or password on screen
+        return f"DurableRuntime({where!r}, executor_id={self.executor_id!r})"
+
+    # -- lifecycle -----------------------------------------------------------------------------
+    def _config(self) -> dict[str, Any]:
+        config: dict[str, Any] = {
+            "name": APP_NAME,
+            "system_database_url": self.database_url,
+            "application_version": self.application_version,
+            "executor_id": self.executor_id,
+            "log_level": self.log_level,
+        }
+        if self.database_url.startswith("sqlite:///"):
+            config["system_database_engine"] = _sqlite_engine(self.database_url)
+        return config
+
+    async def start(self) -> None:
+        """Start DBOS on this database (creating its tables on first use). DBOS adopts the
+        running event loop: workflows it takes from a queue run there."""
+        if self._started:
+            return
+        dbos = require_dbos()
+        existing = getattr(dbos._dbos, "_dbos_global_instance", None)
+        if existing is not None:
+            raise DurableError(
+                "a durable runtime (DBOS) is already running in this process; stop it first "
+                "(one engine per process)"
+            )
+        dbos.DBOS(config=self._config())
+        try:
+            if self.listen is not None:
+                dbos.DBOS.listen_queues(self.listen)
+            # In this thread, inside the running loop: DBOS takes it as its main loop.
+            dbos.DBOS.launch()
+        except BaseException:
+            dbos.DBOS.destroy()
+            raise
+        self._started = True
+
+    async def stop(self) -> None:
+        """Stop DBOS (its threads); workflows still running in this process stay pending and
+        are resumed later. The private queue is removed."""
+        if not self._started:
+            return
+        from dbos import DBOS
+
+        self._started = False
+        if self._queue_registered:
+            with contextlib.suppress(Exception):
+                await DBOS.delete_queue_async(self.private_queue)
+            self._queue_registered = False
+        await asyncio.to_thread(DBOS.destroy)
+
+    async def __aenter__(self) -> DurableRuntime:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+    def check_started(self) -> None:
+        """Raise :class:`DurableError` unless the runtime is started."""
+        if not self._started:
+            raise DurableError("the durable runtime is not started: use `async with runtime:`")
+
+    # -- reading runs --------------------------------------------------------------------------
+    async def list_runs(
+        self,
+        *,
+        workflow: str | Sequence[str] | None = None,
+        status: str | Sequence[str] | None = None,
+        limit: int | None = None,
+        newest_first: bool = True,
+    ) -> list[RunRecord]:
+        """The runs in the database (``workflow``: only runs of those workflow names;
+        ``status``: only those DBOS statuses, e.g. ``PENDING``)."""
+        self.check_started()
+        from dbos import DBOS
+
+        found = await DBOS.list_workflows_async(
+            name=_as_list(workflow),
+            status=_as_list(status),
+            limit=limit,
+            sort_desc=newest_first,
+        )
+        return [run_record(s) for s in found]
+
+    async def get_run(self, run_id: str) -> RunRecord | None:
+        """One run, or None when there is no run of that id."""
+        self.check_started()
+        from dbos import DBOS
+
+        found = await DBOS.list_workflows_async(workflow_ids=[run_id])
+        return run_record(found[0]) if found else None
+
+    async def steps(self, run_id: str) -> list[StepRecord]:
+        """The checkpoints a run has recorded, in order."""
+        self.check_started()
+        from dbos import DBOS
+
+        return [step_record(s) for s in await DBOS.list_workflow_steps_async(run_id)]
+
+    # -- resuming ------------------------------------------------------------------------------
+    async def resume(self, run_id: str, *, force: bool = False) -> WorkflowHandleAsync[Any]:
+        """Take over an interrupted run: it is queued on this process's private queue and runs
+        here, on the loop the runtime was started from, replaying its checkpoints.
+
+        Refused (:class:`DurableError`) for a run that has ended, and for one whose process
+        still runs; a run of another host or of an executor that cannot be checked needs
+        ``force=True`` (make sure it is not running: two executions would race).
+        """
+        self.check_started()
+        from dbos import DBOS
+
+        record = await self.get_run(run_id)
+        if record is None:
+            raise DurableError(f"there is no run {run_id!r} in {self!r}")
+        if record.finished:
+            raise DurableError(f"run {run_id} has ended ({record.status}); nothing to resume")
+        if record.state == "running" and (record.executor_alive or not force):
+            who = record.executor_id or "an unknown process"
+            raise DurableError(
+                f"run {run_id} may still be running (executor {who}); resume it only once that "
+                "process is gone"
+                + ("" if record.executor_alive else " (force=True to take it over)")
+            )
+        if not self._queue_registered:
+            await DBOS.register_queue_async(self.private_queue, polling_interval_sec=0.25)
+            self._queue_registered = True
+        await DBOS.resume_workflow_async(run_id, queue_name=self.private_queue)
+        return await DBOS.retrieve_workflow_async(run_id)
+
+    async def wait(self, run_id: str, *, poll_seconds: float = 0.1) -> RunRecord | None:
+        """Wait until a run resumed here (:meth:`resume`) has run in this process (or ended);
+        returns its record then. Cancelled (Ctrl-C), it interrupts the run first: the run's task
+        is cancelled and unwinds (the run stays pending, to be resumed again)."""
+        from loopkit.durable.run import active_runs
+
+        task: asyncio.Task[Any] | None = None
+        try:
+            while True:
+                durable = active_runs().get(run_id)
+                if durable is not None and durable.task is not None:
+                    task = durable.task
+                    await asyncio.wait({task})  # its outcome is written in that task
+                    return await self.get_run(run_id)
+                record = await self.get_run(run_id)
+                if record is None or record.finished:
+                    return record
+                await asyncio.sleep(poll_seconds)
+        except asyncio.CancelledError:
+            durable = active_runs().get(run_id)
+            task = durable.task if durable is not None else task
+            if task is not None and not task.done():
+                task.cancel()
+                await asyncio.wait({task})
+            raise
+
+
+def _as_list(value: str | Sequence[str] | None) -> list[str] | None:
+    if value is None:
+        return None
+    return [value] if isinstance(value, str) else list(value)
+
+
+def _sqlite_engine(url: str) -> Any:
+    """DBOS's SQLite engine, in WAL mode with ``synchronous=NORMAL``: a committed checkpoint
+    survives the process being killed (only a power cut can lose the last ones), and a
+    checkpoint costs no disk sync, which is what makes one per model request and tool call
+    affordable. The rest is as DBOS sets it up: IMMEDIATE transactions, a long busy timeout,
+    foreign keys."""
+    import sqlalchemy as sa
+
+    Path(url.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
+    engine = sa.create_engine(url)
+
+    @sa.event.listens_for(engine, "connect")
+    def _setup(dbapi_conn: Any, _record: Any) -> None:
+        dbapi_conn.isolation_level = "IMMEDIATE"
+        dbapi_conn.execute("PRAGMA busy_timeout=30000")
+        dbapi_conn.execute("PRAGMA foreign_keys=ON")
+        dbapi_conn.execute("PRAGMA journal_mode=WAL")
+        dbapi_conn.execute("PRAGMA synchronous=NORMAL")
+
+    return engine
