@@ -17,6 +17,7 @@ from pydantic import Field
 from loopkit_ui.assertions import TextMatch, check
 from loopkit_ui.backends.protocol import ClickMethod, Expectation, Locator, WaitCondition
 from loopkit_ui.service import UIService, answer, render_tree
+from loopkit_ui.strict_arguments import refuse_unknown_arguments
 
 if TYPE_CHECKING:
     from mcp.server.auth.provider import TokenVerifier
@@ -103,8 +104,9 @@ def build_server(
 
     add(
         ui_list_windows,
-        description=f"List the app's top-level windows, dialogs included "
-        f"(title, id, role, is_dialog, active). Typical time: {TIMINGS['windows']}.",
+        description="List the app's top-level windows, dialogs, open menus, drop-downs and "
+        "tooltips included (title, id, role, kind: window/dialog/menu/popup/tooltip, "
+        f"is_dialog, modal, active). Typical time: {TIMINGS['windows']}.",
     )
 
     async def ui_tree(
@@ -288,7 +290,13 @@ def build_server(
 
     async def ui_select_item(
         target: Target,
-        item: Annotated[str, Field(description="the item's name, or '#N' for index N")],
+        item: Annotated[
+            str,
+            Field(
+                description="the item's name, or '#N' for the item at index N counting from 0; "
+                "on a table '#N' is data row N (headers excluded, as row counts everywhere)"
+            ),
+        ],
         window: Window = None,
         diff: Diff = False,
     ) -> CallToolResult:
@@ -439,4 +447,5 @@ def build_server(
         f"answers with the path only. Typical time: {TIMINGS['screenshot']}.",
     )
 
+    refuse_unknown_arguments(server)
     return server

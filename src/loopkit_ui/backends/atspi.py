@@ -13,11 +13,14 @@ import time
 from collections.abc import Callable
 
 from loopkit_ui.backends import atspi_constants as C
-from loopkit_ui.backends.atspi_core import AtspiCore, a11y_bus_address
+from loopkit_ui.backends.app_exit import ProcessWatch
+from loopkit_ui.backends.atspi_core import AtspiCore, a11y_bus_address, explicit_id
 from loopkit_ui.backends.atspi_input import parse_keys
 from loopkit_ui.backends.atspi_tree import TEXT_ROLES
+from loopkit_ui.backends.lookup import changed_content, window_kind
 from loopkit_ui.backends.protocol import (
     ActionResult,
+    AppNotFoundError,
     ClickMethod,
     ElementDisabledError,
     ElementNotFoundError,
@@ -29,6 +32,7 @@ from loopkit_ui.backends.protocol import (
     UIError,
     WaitCondition,
     WaitResult,
+    WindowInfo,
     WindowReport,
 )
 from loopkit_ui.diff import diff_trees
@@ -57,21 +61,76 @@ class AtspiBackend(AtspiCore):
         # The clock started when the operation began (lookup included): answers report the
         # whole cost of the call.
         start = self._op_start
-        monitor = self.monitor
         # The same visible-window read as "after" (a hidden top-level window is in neither), and
         # with titles: a window that closes is named as it was, not by its object path.
         before_info = dict(self._op_windows if self._op_windows is not None else self._windows())
-        before_windows = set(before_info)
         before_nodes = self._read_nodes()[0] if diff else None
-        seq = monitor.seq
-        refused = perform()
-        success, effect, detail = True, "", None
+        seq = self.monitor.seq
+        try:
+            refused = perform()
+            success, effect, detail = self._confirm(refused, seq, expect, verify, verify_timeout)
+            windows = self._windows()
+            after_nodes = self._read_nodes()[0] if before_nodes is not None else None
+        except (AppNotFoundError, ElementVanishedError):
+            # Clicking Quit ends the application: that is the action's effect, not an error.
+            ended = self._app_ending()
+            if ended is None:
+                raise
+            return ActionResult(
+                success=True,
+                id=label,
+                action=action,
+                ms=round((time.perf_counter() - start) * 1000, 1),
+                effect=f"the application exited ({ended})",
+                windows=WindowReport(
+                    count=0, closed=[self._window_label(w) for w in before_info.values()]
+                ),
+            )
+        after = {path for path, _ in windows}
+        titles = {path: self._window_label(info) for path, info in windows}
+        opened = [titles[p] for p in after - set(before_info)]
+        closed = [self._window_label(before_info[p]) for p in set(before_info) - after]
+        # Windows (and popups) that opened and closed again during the action show up only as
+        # events; they are named like any other window, never by their object number.
+        transient = self._transient(seq, after | set(before_info))
+        opened += transient
+        closed += transient
+        dialogs = [info for _, info in windows if info.is_dialog]
+        active = next((d for d in dialogs if d.active), dialogs[-1] if dialogs else None)
+        tree_diff = (
+            diff_trees(before_nodes, after_nodes)
+            if before_nodes is not None and after_nodes is not None
+            else None
+        )
+        return ActionResult(
+            success=success,
+            id=label,
+            action=action,
+            ms=round((time.perf_counter() - start) * 1000, 1),
+            effect=effect,
+            active_dialog=self._window_label(active) if active else None,
+            windows=WindowReport(count=len(windows), opened=opened, closed=closed),
+            diff=tree_diff,
+            detail=detail,
+        )
+
+    def _confirm(
+        self,
+        refused: str | None,
+        seq: int,
+        expect: Expectation | None,
+        verify: Callable[[], tuple[bool, str]] | None,
+        verify_timeout: float,
+    ) -> tuple[bool, str, str | None]:
+        """Wait for the action's effect: ``(success, effect, detail)``."""
+        monitor = self.monitor
         if refused is not None:
             # perform() could not carry the action out; the string says why.
-            success, effect, detail = False, "not carried out", refused
-        elif expect is not None and (expect.appear or expect.disappear):
+            return False, "not carried out", refused
+        if expect is not None and (expect.appear or expect.disappear):
             success, effect = self._await_expectation(expect)
-        elif verify is not None:
+            return success, effect, None
+        if verify is not None:
             ok: list[tuple[bool, str]] = []
 
             def check() -> bool:
@@ -80,54 +139,79 @@ class AtspiBackend(AtspiCore):
 
             success = monitor.wait_until(check, timeout=verify_timeout)
             effect = "confirmed by reading back" if success else "not confirmed"
-            detail = ok[0][1] if ok else None
-        else:
-            events = monitor.wait_settled(
-                seq, first=self.settle_first, quiet=self.settle_quiet, cap=self.settle_cap
-            )
-            effect = (
-                f"{len(events)} accessibility events, then quiet"
-                if events
-                else f"no accessibility event within {self.settle_first * 1000:.0f} ms "
-                "(the action may have had no effect)"
-            )
-        windows = self._windows()
-        after = {path for path, _ in windows}
-        titles = {path: self._window_label(info) for path, info in windows}
-        opened = [titles[p] for p in after - before_windows]
-        closed = [p for p in before_windows - after]
-        # Windows that opened and closed again during the action show up only as events; their
-        # label comes from the lookup index when a read saw them open (same "title #id" form).
-        transient = {
-            e.path: self._transient_label(e.path, e.window_title)
-            for e in monitor.since(seq)
-            if e.kind in ("Window:Activate", "Window:Create")
-            and e.path not in after
-            and e.path not in before_windows
-        }
-        opened += list(transient.values())
-        closed_labels = [self._window_label(before_info[p]) for p in closed]
-        closed_labels += list(transient.values())
-        dialogs = [info for _, info in windows if info.is_dialog]
-        active = next((d for d in dialogs if d.active), dialogs[-1] if dialogs else None)
-        tree_diff = diff_trees(before_nodes, self._read_nodes()[0]) if before_nodes else None
-        return ActionResult(
-            success=success,
-            id=label,
-            action=action,
-            ms=round((time.perf_counter() - start) * 1000, 1),
-            effect=effect,
-            active_dialog=self._window_label(active) if active else None,
-            windows=WindowReport(count=len(windows), opened=opened, closed=closed_labels),
-            diff=tree_diff,
-            detail=detail,
+            return success, effect, ok[0][1] if ok else None
+        events = monitor.wait_settled(
+            seq, first=self.settle_first, quiet=self.settle_quiet, cap=self.settle_cap
         )
+        effect = (
+            f"{len(events)} accessibility events, then quiet"
+            if events
+            else f"no accessibility event within {self.settle_first * 1000:.0f} ms "
+            "(the action may have had no effect)"
+        )
+        return True, effect, None
+
+    def _transient(self, seq: int, known: set[str]) -> list[str]:
+        """Labels of the windows and popups that opened after ``seq`` and are gone again."""
+        labels: dict[str, str] = {}
+        shown: set[str] = set()
+        for event in self.monitor.since(seq):
+            if event.path in known or event.path in labels:
+                continue
+            if event.kind in ("Window:Activate", "Window:Create"):
+                labels[event.path] = self._transient_label(event.path, event.window_title)
+            elif event.kind == "Object:StateChanged" and event.detail == "showing":
+                if event.detail1:
+                    shown.add(event.path)
+                elif event.path in shown:
+                    # Shown and hidden within the action, like the drop-down select_item opens
+                    # and closes: reported when it was a popup (or window) of the application.
+                    note = self._notes.get(event.path) if self._notes is not None else None
+                    if note is not None:
+                        labels[event.path] = note.label()
+        return list(labels.values())
 
     def _transient_label(self, path: str, title: str | None = None) -> str:
-        if self._index is not None and path in self._index.by_key:
-            node = self._index.by_key[path]
-            return node.name + (f" #{node.id}" if node.id else "")
-        return title or path.rsplit("/", 1)[-1]
+        """``title #id`` of a window seen only through its events: as read while it was open
+        (window notes, or the lookup index), else read now, else its event's title; never its
+        object number."""
+        note = self._notes.get(path) if self._notes is not None else None
+        if note is not None:
+            return note.label()
+        node = self._index.by_key.get(path) if self._index is not None else None
+        if node is not None:
+            return WindowInfo(
+                title=node.name, id=node.id, role=node.role, kind=window_kind(node.role)
+            ).label()
+        try:
+            info = self.reader.element(path)
+        except UIError:
+            return title or "a window (closed before it could be read)"
+        return WindowInfo(
+            title=info.name or title or "",
+            id=explicit_id(info.id or "", info.role),
+            role=info.role,
+            kind=window_kind(info.role),
+        ).label()
+
+    def _app_ending(self) -> str | None:
+        """When the application is exiting (its root object is gone): wait for the process to
+        end and say how (``exit status 1``); None when the application is still there."""
+        app = self._app
+        if app is None or app.pid is None:
+            return None
+        try:
+            self.reader.call(app.root, C.ACCESSIBLE, "GetRole")
+        except (AppNotFoundError, ElementVanishedError):
+            pass
+        else:
+            if not self._app_gone:
+                return None  # an element vanished, not the application
+        ended, how = ProcessWatch(app.pid).wait(timeout=5.0)
+        if not ended:
+            return None
+        self._app_gone = True
+        return how
 
     def _await_expectation(self, expect: Expectation) -> tuple[bool, str]:
         missing: list[str] = []
@@ -357,26 +441,20 @@ class AtspiBackend(AtspiCore):
         return self._guarded(run)
 
     def select_item(self, locator: Locator, item: str, *, diff: bool = False) -> ActionResult:
-        """Select a child of a list, tab list or combo box by name (or index, ``"#2"``)."""
+        """Select an item of a list, tab list, combo box or table by name, or by number:
+        ``"#N"`` is the item at index N counting from 0 (on a table: data row N, headers
+        excluded, as ``row`` counts everywhere). A combo box is opened and the item clicked;
+        a table row is selected by clicking its first cell."""
 
         def run() -> ActionResult:
             node, label = self._target(locator)
-            children = self.reader.call(node.key, C.ACCESSIBLE, "GetChildren")[0]
-            names = [
-                self.reader.call(p, C.PROPERTIES, "Get", "ss", (C.ACCESSIBLE, "Name"))[0]
-                for _, p in children
-            ]
-            if item.startswith("#") and item[1:].isdigit():
-                index = int(item[1:])
-            elif item in names:
-                index = names.index(item)
-            else:
-                raise ElementNotFoundError(
-                    f"{label} has no item {item!r}; items: {', '.join(map(repr, names[:30]))}"
-                )
-            if not 0 <= index < len(children):
-                raise ElementNotFoundError(f"{label} has {len(children)} items; no index {index}")
-            child = TreeNode(key=children[index][1], parent=node.key, depth=0, role="list item")
+            if node.role in ("table", "tree table"):
+                return self._select_row(node, label, item, diff)
+            if node.role == "combo box":
+                return self._select_in_combo(node, label, item, diff)
+            children = [p for _, p in self.reader.call(node.key, C.ACCESSIBLE, "GetChildren")[0]]
+            index, names = self._pick(children, label, item)
+            child = TreeNode(key=children[index], parent=node.key, depth=0, role="list item")
             point = self._center(child, label)
             states = self.reader.states(child.key)
 
@@ -396,10 +474,112 @@ class AtspiBackend(AtspiCore):
 
         return self._guarded(run)
 
+    def _names(self, paths: list[str]) -> list[str]:
+        t = self.reader.t
+        replies = self.reader.client.call_many([(t.name, p) for p in paths], timeout=self.timeout)
+        return ["" if isinstance(r, Exception) else str(r[0]) for r in replies]
+
+    def _pick(self, items: list[str], label: str, item: str) -> tuple[int, list[str]]:
+        """The index of ``item`` (a name, or ``#N`` from 0) among ``items``, and their names."""
+        names = self._names(items)
+        if item.startswith("#") and item[1:].isdigit():
+            index = int(item[1:])
+            if index >= len(items):
+                raise ElementNotFoundError(
+                    f"{label} has {len(items)} items; no item #{index} (items count from 0)"
+                )
+            return index, names
+        if item in names:
+            return names.index(item), names
+        raise ElementNotFoundError(
+            f"{label} has no item {item!r}; items: {', '.join(map(repr, names[:30]))}"
+        )
+
+    def _select_row(self, table: TreeNode, label: str, item: str, diff: bool) -> ActionResult:
+        rows = self.reader.call(table.key, C.PROPERTIES, "Get", "ss", (C.TABLE, "NRows"))[0]
+        if item.startswith("#") and item[1:].isdigit():
+            row = int(item[1:])
+            if row >= rows:
+                raise ElementNotFoundError(
+                    f"{label} has {rows} rows; no row #{row} (rows count from 0, headers excluded)"
+                )
+        else:
+            children = [p for _, p in self.reader.call(table.key, C.ACCESSIBLE, "GetChildren")[0]]
+            names = self._names(children)
+            cells = [
+                position
+                for path, name in zip(children, names, strict=True)
+                if name == item and (position := self.reader.cell_position(table.key, path))
+            ]
+            if not cells:
+                raise ElementNotFoundError(f"{label} has no cell named {item!r} in any row")
+            row = cells[0][0]
+        cell = TreeNode(
+            key=self.reader.cell(table.key, row, 0), parent=table.key, depth=0, role="table cell"
+        )
+        name = self._names([cell.key])[0]
+        point = self._center(cell, label)
+
+        def perform() -> None:
+            if point is not None and "showing" in self.reader.states(cell.key):
+                self.input.click(*point)
+            else:
+                self.reader.call(table.key, C.TABLE, "AddRowSelection", "i", (row,))
+
+        def verify() -> tuple[bool, str]:
+            selected = "selected" in self.reader.states(cell.key)
+            return selected, f"row {row} {name!r} selected: {selected}"
+
+        return self._act(
+            f"select_item row {row} {name!r}", label, perform, diff=diff, verify=verify
+        )
+
+    def _select_in_combo(self, combo: TreeNode, label: str, item: str, diff: bool) -> ActionResult:
+        """Open the drop-down (a click on the combo box), click the item, read the value."""
+        t = self.reader.t
+        children = [p for _, p in self.reader.call(combo.key, C.ACCESSIBLE, "GetChildren")[0]]
+        roles = self.reader.client.call_many([(t.role, p) for p in children], timeout=self.timeout)
+        lists = [
+            p
+            for p, r in zip(children, roles, strict=True)
+            if not isinstance(r, Exception) and C.role_name(r[0]) in ("list", "list box", "menu")
+        ]
+        if not lists:
+            raise UIError(f"{label} is a combo box without a drop-down list to choose from")
+        items = [p for _, p in self.reader.call(lists[0], C.ACCESSIBLE, "GetChildren")[0]]
+        index, names = self._pick(items, label, item)
+        wanted = TreeNode(key=items[index], parent=lists[0], depth=0, role="list item")
+        opener = self._center(combo, label)
+
+        def showing() -> bool:
+            # Qt reports the items as showing even when the drop-down is shut; the list is not.
+            return "showing" in self.reader.states(lists[0])
+
+        def perform() -> str | None:
+            if not showing():
+                if opener is None:
+                    return f"{label} is not on screen; its drop-down cannot be opened"
+                self.input.click(*opener)
+                if not self.monitor.wait_until(showing, timeout=1.5, recheck=0.02):
+                    return f"the drop-down of {label} did not show {names[index]!r}"
+            point = self._center(wanted, label)
+            if point is None:
+                return f"{names[index]!r} in the drop-down of {label} is not on screen"
+            self.input.click(*point)
+            return None
+
+        def verify() -> tuple[bool, str]:
+            now = self.reader.element(combo.key).name
+            return now == names[index], f"{label} shows {now!r}"
+
+        return self._act(f"select_item {names[index]!r}", label, perform, diff=diff, verify=verify)
+
     def drag_and_drop(
         self, source: Locator, target: Locator, *, diff: bool = False
     ) -> ActionResult:
-        """Press on ``source``, move to ``target`` in steps, release."""
+        """Press on ``source``, move to ``target`` in steps, release. A drop that changed
+        nothing in the tree (nothing moved, appeared, disappeared or changed; focus and
+        selection do not count) is reported as not taken: success false."""
 
         def run() -> ActionResult:
             src, src_label = self._target(source)
@@ -421,7 +601,16 @@ class AtspiBackend(AtspiCore):
                 time.sleep(0.02)
                 self.input.release(*end)
 
-            return self._act("drag_and_drop", f"{src_label} -> {dst_label}", perform, diff=diff)
+            result = self._act("drag_and_drop", f"{src_label} -> {dst_label}", perform, diff=True)
+            if result.success and result.diff is not None and not changed_content(result.diff):
+                result.success = False
+                result.detail = (
+                    f"the drop changed nothing: no element moved, appeared, disappeared or "
+                    f"changed (only focus or selection); {dst_label} may not take this drop"
+                )
+            if not diff:
+                result.diff = None
+            return result
 
         return self._guarded(run)
 

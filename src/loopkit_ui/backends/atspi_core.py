@@ -14,9 +14,11 @@ from typing import Any, TypeVar
 from loopkit_ui.backends import atspi_constants as C
 from loopkit_ui.backends.atspi_events import EventMonitor, register_listeners
 from loopkit_ui.backends.atspi_input import InputSynth
+from loopkit_ui.backends.atspi_popups import PopupFinder, WindowNotes
 from loopkit_ui.backends.atspi_tree import DIALOG_ROLES, AppRef, RawNode, TreeReader
+from loopkit_ui.backends.atspi_x11 import X11Modality
 from loopkit_ui.backends.dbus_client import DBusCallError, DBusClient, DBusTimeout
-from loopkit_ui.backends.lookup import resolve, top_level_of
+from loopkit_ui.backends.lookup import normalize_id, resolve, top_level_of, window_kind
 from loopkit_ui.backends.protocol import (
     AppInfo,
     AppNotFoundError,
@@ -79,12 +81,11 @@ def _matches_process(wanted: str, name: str, pid: int | None) -> bool:
     return False
 
 
-def explicit_id(raw: str) -> str | None:
+def explicit_id(raw: str, role: str = "") -> str | None:
     """Qt reports a generated ``QApplication.Parent.Child`` path when no accessible id was set;
-    that is no id (and usually not unique), so it is reported as None."""
-    if not raw or raw == "QApplication" or raw.startswith("QApplication."):
-        return None
-    return raw
+    that is no id (and usually not unique), so it is reported as None; a menu item's is its
+    action's object name (see :func:`~loopkit_ui.backends.lookup.normalize_id`)."""
+    return normalize_id(raw, role)
 
 
 @dataclass
@@ -127,6 +128,9 @@ class AtspiCore:
         self._app_gone = False
         self._reader: TreeReader | None = None
         self._monitor: EventMonitor | None = None
+        self._popups: PopupFinder | None = None
+        self._notes: WindowNotes | None = None
+        self._x11 = X11Modality(self.display)
         self._input: InputSynth | None = None
         self._index: _Index | None = None
         # One operation at a time: actions must not interleave (their event windows overlap).
@@ -234,12 +238,17 @@ class AtspiCore:
         self._app_gone = False
         self._reader = TreeReader(client, app, timeout=self.timeout)
         self._monitor = EventMonitor(client, app.bus)
+        self._popups = PopupFinder(self._reader, self._monitor)
+        self._notes = WindowNotes(self._popups)
         return app
 
     def _detach(self) -> None:
         if self._monitor is not None:
             self._monitor.close()
+        if self._notes is not None:
+            self._notes.close()
         self._app = self._reader = self._monitor = self._index = None
+        self._popups = self._notes = None
 
     def close(self) -> None:
         """Drop the application and close the bus connection."""
@@ -248,6 +257,7 @@ class AtspiCore:
             if self._client is not None:
                 self._client.close()
                 self._client = None
+            self._x11.close()
 
     def _guarded(self, fn: Callable[[], _T]) -> _T:
         """Run ``fn`` under the operation lock with the application attached; bus timeouts
@@ -294,12 +304,46 @@ class AtspiCore:
         self, root: str | None = None, budget: int = 5000
     ) -> tuple[list[TreeNode], bool]:
         raw, truncated = self.reader.read(root, budget=budget)
-        return [self._tree_node(n) for n in raw], truncated
+        nodes = [self._tree_node(n) for n in raw]
+        if root is None and not truncated:
+            return self._with_popups(nodes, budget)
+        return nodes, truncated
+
+    def _with_popups(self, nodes: list[TreeNode], budget: int) -> tuple[list[TreeNode], bool]:
+        """The application's tree with its open popups added as top-level windows (Qt leaves
+        them out of the application's children). A node the tree already has is not repeated:
+        a combo box's drop-down holds the combo box's own list."""
+        toplevels = {n.key for n in nodes if n.depth == 1}
+        seen = {n.key for n in nodes}
+        for path, _info in self._popup_windows(toplevels):
+            if len(nodes) >= budget:
+                return nodes, True
+            try:
+                raw, truncated = self.reader.read(path, budget=budget - len(nodes))
+            except ElementVanishedError:
+                continue  # it closed while we read
+            skipped: set[str] = set()
+            for item in raw:
+                if item.path in seen or item.parent in skipped:
+                    skipped.add(item.path)
+                    continue
+                seen.add(item.path)
+                node = self._tree_node(item)
+                node.depth += 1
+                if node.key == path:
+                    node.parent = nodes[0].key
+                nodes.append(node)
+            if truncated:
+                return nodes, True
+        return nodes, False
+
+    def _popup_windows(self, toplevels: set[str]) -> list[tuple[str, WindowInfo]]:
+        return self._popups.find(toplevels) if self._popups is not None else []
 
     @staticmethod
     def _tree_node(raw: RawNode) -> TreeNode:
         node = raw.to_tree_node()
-        node.id = explicit_id(raw.id)
+        node.id = explicit_id(raw.id, raw.role)
         return node
 
     def _index_nodes(self, *, need_names: bool, fresh: bool = False) -> tuple[_Index, bool]:
@@ -365,6 +409,7 @@ class AtspiCore:
     # -- windows -----------------------------------------------------------------------------
 
     def _windows(self) -> list[tuple[str, WindowInfo]]:
+        """The visible top-level windows, then the open popups (menus, drop-downs)."""
         reader = self.reader
         paths = reader.toplevels()
         t = reader.t
@@ -381,25 +426,42 @@ class AtspiCore:
             if "visible" not in states and "showing" not in states:
                 continue
             role_text = C.role_name(role[0])
+            is_dialog = role_text in DIALOG_ROLES or "modal" in states
             windows.append(
                 (
                     path,
                     WindowInfo(
                         title=name[0],
-                        id=explicit_id(ident[0]),
+                        id=explicit_id(ident[0], role_text),
                         role=role_text,
-                        is_dialog=role_text in DIALOG_ROLES or "modal" in states,
+                        kind=window_kind(role_text, is_dialog=is_dialog),
+                        is_dialog=is_dialog,
                         modal="modal" in states,
                         active="active" in states,
                         bounds=None if isinstance(extents, Exception) else tuple(extents[0]),
                     ),
                 )
             )
-        return windows
+        self._mark_modal([info for _, info in windows])
+        return windows + self._popup_windows(set(paths))
+
+    def _mark_modal(self, windows: list[WindowInfo]) -> None:
+        """Qt sets no MODAL state over AT-SPI; it does put ``_NET_WM_STATE_MODAL`` on a modal
+        window for the window manager: read there. Without X (no python-xlib), a message box
+        (role alert, modal whenever Qt runs one with exec()) counts as modal."""
+        dialogs = [w for w in windows if w.is_dialog and not w.modal]
+        if not dialogs:
+            return
+        boxes = self._x11.modal_boxes(self._app.pid if self._app else None)
+        for info in dialogs:
+            if boxes is None:
+                info.modal = info.role == "alert"
+            else:
+                info.modal = info.bounds is not None and tuple(info.bounds) in boxes
 
     @staticmethod
     def _window_label(info: WindowInfo) -> str:
-        return f"{info.title}" + (f" #{info.id}" if info.id else "")
+        return info.label()
 
     def list_windows(self) -> list[WindowInfo]:
         """The application's visible top-level windows, dialogs included."""
@@ -418,7 +480,7 @@ class AtspiCore:
         except ElementVanishedError:
             node = self._refind(locator)
             info = self.reader.element(node.key)
-        info.id = explicit_id(info.id or "")
+        info.id = explicit_id(info.id or "", info.role)
         if locator.row is not None:
             info.row, info.column = locator.row, locator.column
         window = self._window_of(

@@ -273,8 +273,8 @@ class TreeReader:
             value = text
         elif "checkable" in states or role_text in ("check box", "radio button", "toggle button"):
             value = "checked" if "checked" in states else "unchecked"
-        elif role_text in ("table cell", "list item", "label"):
-            value = name[0]
+        elif role_text in ("table cell", "list item", "label", "combo box", "menu item"):
+            value = name[0]  # a combo box's name is its current text
         bounds = None if isinstance(extents, Exception) else _rect(extents[0])
         return ElementInfo(
             id=ident[0] or None,
