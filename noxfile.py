@@ -70,6 +70,10 @@ MUTATION_TARGETS: dict[str, tuple[list[str], list[str]]] = {
             "tests/tools/test_tools_refusals.py",
             "tests/tools/test_tools_listing.py",
             "tests/tools/test_tools_attacks.py",
+            "tests/tools/test_guard_messages.py",
+            "tests/tools/test_guard_io.py",
+            "tests/tools/test_guard_listing.py",
+            "tests/tools/test_guard_resolve.py",
         ],
     ),
     "loop": (
@@ -88,6 +92,7 @@ MUTATION_TARGETS: dict[str, tuple[list[str], list[str]]] = {
         ["src/loopkit/middleware/run_log.py", "src/loopkit/redaction.py"],
         [
             "tests/core/test_run_log.py",
+            "tests/core/test_run_log_lines.py",
             "tests/core/test_cut_boundaries.py",
             "tests/core/test_redaction.py",
         ],
@@ -126,6 +131,10 @@ def mutate(session: nox.Session) -> None:
     # mutmut runs the tests from mutants/: its mutated copy of src must win over the editable
     # install of the project.
     env = {"PYTHONPATH": str(work / "mutants" / "src")}
+    # ... and it must exist before mutmut starts: Python caches a missing PYTHONPATH folder as
+    # "nothing here" (sys.path_importer_cache), and the tests would then import the editable
+    # install, unmutated ("could not find any test case for any mutant").
+    (work / "mutants" / "src").mkdir(parents=True)
     session.chdir(work)
     session.run(PY, "-m", "mutmut", "run", env=env)
     session.run(PY, "-m", "mutmut", "results", env=env)

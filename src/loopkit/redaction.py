@@ -45,7 +45,7 @@ import math
 import os
 import re
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, TextIO
 
@@ -95,6 +95,16 @@ class _Shape:
     anchors_any_case: tuple[str, ...] = ()  # ... or one of these in the lower-cased text
     # not when the match continues a word made of these characters (``task-sk-...``)
     word_chars: frozenset[str] = frozenset()
+
+    def replace(self, match: re.Match[str]) -> str:
+        """What a match becomes: its ``keep`` group (if any) and ``[redacted]``, or itself when
+        it continues a word. A method, not a closure built at import: it runs (and is tested)
+        at each redaction."""
+        if self.word_chars and _inside_word(match.string, match.start(), self.word_chars):
+            return match.group(0)
+        if "keep" in self.regex.groupindex:
+            return match.group("keep") + REDACTED
+        return REDACTED
 
 
 def _shape(name: str, pattern: str, *anchors: str, any_case: tuple[str, ...] = (),
@@ -216,20 +226,6 @@ def _inside_word(text: str, start: int, word_chars: frozenset[str]) -> bool:
     return not (start >= 2 and text[start - 2] == "\\" and text[start - 1] in "nrt")
 
 
-def _replacer(shape: _Shape) -> Callable[[re.Match[str]], str]:
-    keep = "keep" in shape.regex.groupindex
-
-    def replace(match: re.Match[str]) -> str:
-        if shape.word_chars and _inside_word(match.string, match.start(), shape.word_chars):
-            return match.group(0)
-        return (match.group("keep") + REDACTED) if keep else REDACTED
-
-    return replace
-
-
-_REPLACERS = tuple((shape, _replacer(shape)) for shape in _SHAPES)
-
-
 def _prefilters(anchors: Iterable[str]) -> tuple[re.Pattern[str], ...]:
     """One regex per first character of the anchors: a literal first character lets the regex
     engine jump between its occurrences, so each costs about one substring search."""
@@ -271,14 +267,14 @@ def redact_shapes(text: str) -> str:
     if len(text) < 8 or not might_hold_a_shape(text):
         return text
     lower: str | None = None
-    for shape, replace in _REPLACERS:
+    for shape in _SHAPES:
         if shape.anchors and any(anchor in text for anchor in shape.anchors):
-            text = shape.regex.sub(replace, text)
+            text = shape.regex.sub(shape.replace, text)
         elif shape.anchors_any_case:
             if lower is None:
                 lower = text.lower()
             if any(anchor in lower for anchor in shape.anchors_any_case):
-                text = shape.regex.sub(replace, text)
+                text = shape.regex.sub(shape.replace, text)
                 lower = None  # the text changed
     return text
 
@@ -424,6 +420,8 @@ class Redactor:
             text = key
         elif isinstance(key, bytes):
             text = _bytes_text(key)
+        elif key is None or isinstance(key, bool):
+            text = json.dumps(key)  # null, true, false: as json writes them on the fast path
         else:
             text = _safe_str(key)
         return self._redact(_valid_text(text), forms)

@@ -72,6 +72,12 @@ def _unfit_for_a_new_name(char: str) -> str | None:
     return None
 
 
+def _without_trailing_slash(folder: str) -> str:
+    """``folder`` without its trailing slashes ("/" stays); what is not a string stays as it is,
+    for the guard to refuse clearly."""
+    return (folder.rstrip("/") or folder) if isinstance(folder, str) else folder
+
+
 def _is_case_insensitive(folder: Path) -> bool:
     """Probe the file system: does ``folder`` with its name's case swapped name the same folder?"""
     name = folder.name
@@ -79,7 +85,8 @@ def _is_case_insensitive(folder: Path) -> bool:
     if name == swapped:  # no letters in the name: probe the parent instead
         return folder.parent != folder and _is_case_insensitive(folder.parent)
     try:
-        return os.path.samestat(os.stat(folder), os.stat(folder.parent / swapped))
+        # lstat: a symlink under the swapped name (to the folder itself) is not the same name
+        return os.path.samestat(os.stat(folder), os.lstat(folder.parent / swapped))
     except OSError:
         return False
 
@@ -280,7 +287,7 @@ class WorkspaceGuard:
 
     def check_folder(self, folder: str) -> Path:
         """Resolve a folder for listing ("" or "." are handled by :meth:`list_files`)."""
-        what = folder.rstrip("/") or folder
+        what = _without_trailing_slash(folder)
         with self._located(what, "folder", self.read_folders, "list") as (_shown, resolved):
             self._check_is_folder(folder, resolved)
             return self.root.joinpath(*resolved.parts)
@@ -470,7 +477,7 @@ class WorkspaceGuard:
             link_is_file=self._link_is_file,
         )
         explicit = folder not in ("", ".", "./")
-        tops = [folder.rstrip("/") or folder] if explicit else self._list_tops()
+        tops = [_without_trailing_slash(folder)] if explicit else self._list_tops()
         for top in tops:
             with self._located(top, "folder", self.read_folders, "list") as (_shown, resolved):
                 st = resolved.stat

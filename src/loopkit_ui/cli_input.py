@@ -27,6 +27,7 @@ __all__ = [
     "EXIT_FAILED",
     "EXIT_INTERRUPTED",
     "EXIT_OK",
+    "STOP_SIGNALS",
     "BadInput",
     "Interrupted",
     "OneLineParser",
@@ -36,6 +37,7 @@ __all__ = [
     "check_readable_file",
     "finish",
     "interrupt_on_signals",
+    "loop_interrupts_on_signals",
     "non_negative_seconds",
     "positive_int",
     "positive_seconds",
@@ -57,8 +59,12 @@ class BadInput(ValueError):
     """An input the command cannot use; the message is one line naming it."""
 
 
-class Interrupted(Exception):
-    """A stop signal arrived; raised in the main thread so clean-up code runs."""
+class Interrupted(KeyboardInterrupt):
+    """A stop signal arrived; raised in the main thread so clean-up code runs.
+
+    A :class:`KeyboardInterrupt`, as Ctrl+C is: an event loop re-raises it from any callback
+    (an ``Exception`` would be logged there and swallowed) and ``except Exception`` in a tool
+    does not catch it."""
 
     def __init__(self, signum: int) -> None:
         self.signum = signum
@@ -196,13 +202,44 @@ def finish(code: int) -> NoReturn:
     sys.exit(code)
 
 
+STOP_SIGNALS: tuple[signal.Signals, ...] = (
+    (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+    if hasattr(signal, "SIGHUP")
+    else (signal.SIGINT, signal.SIGTERM)
+)
+
+
+def _raise_interrupted(signum: int) -> None:
+    raise Interrupted(signum)
+
+
+@contextlib.contextmanager
+def loop_interrupts_on_signals() -> Iterator[None]:
+    """Inside a running asyncio loop: raise :class:`Interrupted` out of it on a stop signal.
+
+    The kernel may hand a process's signal to any thread, such as the worker blocked reading
+    stdin; a Python-level handler then waits for the main thread, asleep in the loop's
+    ``select`` with nothing to wake it. The loop's own handlers write to its wakeup descriptor,
+    so the signal is seen at once. The handlers in place before come back after."""
+    import asyncio
+
+    loop = asyncio.get_running_loop()
+    previous = {sig: signal.getsignal(sig) for sig in STOP_SIGNALS}
+    for sig in STOP_SIGNALS:
+        loop.add_signal_handler(sig, _raise_interrupted, sig)
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            loop.remove_signal_handler(sig)  # resets to the default: put the old one back
+            signal.signal(sig, old)
+
+
 @contextlib.contextmanager
 def interrupt_on_signals() -> Iterator[None]:
     """Turn SIGTERM and SIGHUP (and SIGINT) into :class:`Interrupted` in the main thread, so
     ``finally`` blocks end what the command started; the old handlers come back after."""
-    wanted = [signal.SIGINT, signal.SIGTERM]
-    if hasattr(signal, "SIGHUP"):
-        wanted.append(signal.SIGHUP)
+    wanted = STOP_SIGNALS
 
     def handler(signum: int, frame: FrameType | None) -> None:
         raise Interrupted(signum)

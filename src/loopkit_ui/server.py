@@ -38,6 +38,7 @@ from loopkit_ui.cli_input import (
     check_pid,
     finish,
     interrupt_on_signals,
+    loop_interrupts_on_signals,
     non_negative_seconds,
     positive_seconds,
     shown,
@@ -233,6 +234,20 @@ def _serve_http(
     anyio.run(lambda: uv_server.serve(sockets=[sock]))
 
 
+def _serve_stdio(service: UIService) -> None:
+    import anyio
+
+    from loopkit_ui.server_tools import build_server
+
+    server = build_server(service)
+
+    async def serve() -> None:
+        with loop_interrupts_on_signals():
+            await server.run_stdio_async()
+
+    anyio.run(serve)
+
+
 def _service(args: argparse.Namespace, launch: list[str] | None) -> UIService:
     from loopkit_ui.backends.protocol import UIError
     from loopkit_ui.service import UIService
@@ -281,9 +296,7 @@ def _run(args: argparse.Namespace) -> int:
             if sock is not None and address is not None and token is not None:
                 _serve_http(service, sock, address, token, note)
             else:
-                from loopkit_ui.server_tools import build_server
-
-                build_server(service).run("stdio")
+                _serve_stdio(service)
         finally:
             service.close()
     finally:

@@ -10,7 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from loopkit.redaction import REDACTED, RedactingStream, Redactor, is_secret_name, redact_shapes
+from loopkit.redaction import (
+    REDACTED,
+    RedactingStream,
+    Redactor,
+    is_secret_name,
+    might_hold_a_shape,
+    redact_shapes,
+)
 from tests.secret_corpus import (
     ENVIRONMENT,
     LATE,
@@ -91,6 +98,10 @@ def test_what_is_kept_around_a_secret() -> None:
         "PATH=/usr/local/bin:/usr/bin, see https://docs.python.org/3/library/re.html",
         "AKIA is a prefix; ASIA and A3T are words too",
         "def total(self) -> Decimal:  # api_key handling lives elsewhere",
+        # sk- glued to a word ending in n, r or t is part of the word (not a JSON \\n \\r \\t)
+        "offices in Gdansk-Gdynia-Sopot, Murmansk-Arkhangelsk and Tomsk-Novosibirsk",
+        # a backslash ends a word only as a JSON escape: after \\X the word goes on
+        "C:\\Tools\\Xsk-export-scripts\\run.bat",
     ],
 )
 def test_ordinary_text_is_left_alone(text: str) -> None:
@@ -196,3 +207,149 @@ def test_redacting_stream(monkeypatch: pytest.MonkeyPatch) -> None:
     assert leaked == []
     assert stream.getvalue() == inner.getvalue()  # everything else is the inner stream's
     assert not stream.closed and stream.writable()
+
+
+def test_a_key_right_after_an_escaped_line_break_is_a_key() -> None:
+    """``\\n`` before ``sk-`` is a JSON-escaped line break, not a word the key continues."""
+    for text in ("\\nsk-abcdefghijklmnop", "x\\tsk-abcdefghijklmnop", "a\\rsk-abcdefghijklmnop"):
+        assert redact_shapes(text) == text[: text.index("sk-")] + REDACTED, text
+
+
+def test_the_pre_check_finds_every_anchor_in_short_and_long_texts() -> None:
+    filler = "an ordinary sentence about invoices and totals. " * 4  # over 128 characters
+    assert not might_hold_a_shape("plain words") and not might_hold_a_shape(filler)
+    for anchor in ("sk-", "AKIA", "ghp_", "eyJ", "://", "PRIVATE KEY", "SG.", "xox"):
+        assert might_hold_a_shape(f"a {anchor} b"), anchor
+        assert might_hold_a_shape(filler + anchor + filler), anchor
+    for word in ("Bearer", "BEARER", "bearer", "Password", "AWS"):  # any case
+        assert might_hold_a_shape(f"a {word} b"), word
+        assert might_hold_a_shape(filler + word + filler), word
+    long_text = filler + "Authorization: BEARER abc123def456ghi\n" + filler
+    assert redact_shapes(long_text) == filler + f"Authorization: BEARER {REDACTED}\n" + filler
+
+
+def test_eight_characters_can_hold_a_secret() -> None:
+    assert redact_shapes("://u:p@h") == f"://u:{REDACTED}@h"  # exactly 8 characters
+    assert redact_shapes("://u:p@") == "://u:p@"  # shorter texts are not searched
+
+
+def test_to_json_redacts_on_its_fast_path_and_stays_compact() -> None:
+    r = Redactor(environ={"A_TOKEN": "plainsecret1"})
+    assert r.to_json({"a": [1, 2], "b": "é", "c": None}) == '{"a":[1,2],"b":"é","c":null}'
+    # a shape alone, and a secret value alone (in every form it has), are both found
+    assert r.to_json({"x": "key sk-ant-abcdefghijklmnop"}) == '{"x":"key [redacted]"}'
+    assert r.to_json({"x": "plainsecret1"}) == '{"x":"[redacted]"}'
+
+
+def test_to_json_slow_path_keeps_numbers_non_ascii_and_compact_separators() -> None:
+    value = {"a": [1, 2.5], "b": "é", "n": math.nan, "s": "sk-ant-abcdefghijklmnop"}
+    assert Redactor(environ={}).to_json(value) == (
+        '{"a":[1,2.5],"b":"é","n":"nan","s":"[redacted]"}'
+    )
+
+
+def _nested(levels: int) -> object:
+    value: object = "x"
+    for _ in range(levels):
+        value = [value]
+    return value
+
+
+def test_nesting_is_cut_at_exactly_max_depth() -> None:
+    r = Redactor(environ={})
+    assert r.redact_data([[["x"]]], max_depth=3) == [[["x"]]]
+    assert r.redact_data([[["x"]]], max_depth=2) == [["<nested too deeply>"]]
+    assert r.redact_data({"a": {"b": {"c": 1}}}, max_depth=2) == {"a": {"b": "<nested too deeply>"}}
+    assert r.redact_data(_nested(64)) == _nested(64)  # the default keeps 64 levels
+    assert "nested too deeply" in json.dumps(r.redact_data(_nested(65)))
+    # to_json takes the careful path for what json refuses (NaN here): the same 64 levels
+    assert json.loads(r.to_json([_nested(63), math.nan])) == [_nested(63), "nan"]
+    assert "nested too deeply" in r.to_json([_nested(64), math.nan])
+    cyclic: dict[str, object] = {}
+    cyclic["self"] = cyclic
+    assert "nested too deeply" in r.to_json(cyclic)
+
+
+def test_redact_data_returns_json_ready_data_with_every_string_redacted() -> None:
+    r = Redactor(environ={"A_TOKEN": "value-secret-1"})
+    data = {"k": b"sk-ant-abcdefghijklmnop", "n": math.inf, "t": ("value-secret-1", 1.5)}
+    assert r.redact_data(data) == {"k": REDACTED, "n": "inf", "t": [REDACTED, 1.5]}
+
+
+def test_an_object_with_no_printable_name_still_gets_a_note() -> None:
+    class NamelessMeta(type):
+        @property
+        def __name__(cls) -> str:  # type: ignore[override]
+            raise RuntimeError("no name either")
+
+    class Nameless(metaclass=NamelessMeta):
+        def __str__(self) -> str:
+            raise RuntimeError("no text")
+
+    assert Redactor(environ={}).redact_data([Nameless()]) == ["<unprintable object>"]
+
+
+def test_min_secret_chars_is_checked_and_its_default_is_eight() -> None:
+    with pytest.raises(ValueError, match=r"^min_secret_chars must be at least 1, got 0$"):
+        Redactor(min_secret_chars=0)
+    r = Redactor(environ={"A_TOKEN": "12345678", "B_TOKEN": "7654321"}, secrets=["abcdefgh"])
+    assert r.redact("12345678 7654321 abcdefgh") == f"{REDACTED} 7654321 {REDACTED}"
+
+
+def test_a_secret_inside_a_longer_secret_does_not_leave_the_longer_ones_ends() -> None:
+    r = Redactor(environ={"A_TOKEN": "zz-secret-01", "B_TOKEN": "aa-zz-secret-01-long"})
+    assert r.redact("aa-zz-secret-01-long and zz-secret-01") == f"{REDACTED} and {REDACTED}"
+
+
+def test_shapes_false_redacts_only_values() -> None:
+    r = Redactor(environ={"A_TOKEN": "value-secret-1"}, shapes=False)
+    assert r.redact("sk-ant-abcdefghijklmnop value-secret-1") == (
+        f"sk-ant-abcdefghijklmnop {REDACTED}"
+    )
+
+
+def test_secret_values_lists_given_and_environment_values_longest_first(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    environ = {
+        "MY_TOKEN": "bbbbbbbbb",
+        "PATH": "/usr/local/bin",
+        "A_KEY": "short",
+        "X_PAT": "a" * 12,
+    }
+    r = Redactor(environ=environ, secrets=["zzzzzzzzzz"])
+    assert r.secret_values() == ["a" * 12, "zzzzzzzzzz", "bbbbbbbbb"]
+    monkeypatch.setenv("ROTATING_TOKEN", "from-os-environ-1")
+    assert "from-os-environ-1" in Redactor().secret_values()
+
+
+def test_an_unchanged_environment_is_not_scanned_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The run log redacts every line: os.environ is rescanned only when it changed."""
+    from loopkit import redaction
+
+    monkeypatch.setenv("ROTATING_TOKEN", "rotating-token-one")
+    redactor = Redactor()
+    assert redactor.redact("rotating-token-one") == REDACTED
+    names: list[str] = []
+    real = redaction.is_secret_name
+
+    def counted(name: str) -> bool:
+        names.append(name)
+        return real(name)
+
+    monkeypatch.setattr(redaction, "is_secret_name", counted)
+    assert redactor.redact("rotating-token-one") == REDACTED
+    assert names == []
+    monkeypatch.setenv("ANOTHER_TOKEN", "another-token-two")
+    assert redactor.redact("another-token-two") == REDACTED
+    assert "ANOTHER_TOKEN" in names
+
+
+def test_keys_are_spelled_as_json_spells_them_on_both_paths() -> None:
+    """A line with a secret (or NaN) goes the careful way: its keys must not change spelling."""
+    r = Redactor(environ={})
+    keys = {True: 1, False: 2, None: 3, 7: 4, 1.5: 5}
+    fast = '{"true":1,"false":2,"null":3,"7":4,"1.5":5'
+    assert r.to_json(keys) == fast + "}"
+    assert r.to_json({**keys, "x": math.nan}) == fast + ',"x":"nan"}'
+    assert r.redact_data({True: 1, None: 2}) == {"true": 1, "null": 2}

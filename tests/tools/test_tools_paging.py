@@ -151,3 +151,45 @@ def test_bad_columns_are_clear_errors(column: int, message: str) -> None:
 def test_bad_ranges_are_clear_errors(start: int, count: int | None, message: str) -> None:
     with pytest.raises(ToolError, match=message):
         page_lines(TEXT, start, count, 1000)
+
+
+def test_the_smallest_parts_are_allowed_and_named() -> None:
+    """max_lines=1 and max_chars=1 are valid limits; 0 is refused with the value named."""
+    assert page_lines(TEXT, 2, 1, 1000) == (
+        TEXT.splitlines()[1] + "\n[line 2 of 200; the next part starts at start_line=3]"
+    )
+    assert page_lines("ab\n", 1, None, 1) == (
+        "a\n[line 1 of 1; line 1 continues: the next part starts at start_line=1, start_column=2]"
+    )
+    with pytest.raises(ToolError, match=r"^max_chars must be 1 or more, got 0$"):
+        page_lines(TEXT, 1, None, 0)
+    with pytest.raises(ToolError, match=r"^max_lines must be 1 or more, got 0$"):
+        page_lines(TEXT, 1, 0, 1000)
+
+
+def test_only_a_line_break_rides_along_over_the_cap() -> None:
+    """A rest of spaces or of any other character is a piece of its own, not a line break."""
+    for rest in ("  \n", "X\n", "\t\n"):
+        text = "x" * 10 + rest
+        assert page_lines(text, 1, None, 10) == "x" * 10 + (
+            "\n[line 1 of 1; line 1 continues: the next part starts at start_line=1, "
+            "start_column=11]"
+        )
+    assert page_lines("x" * 10 + "\r\n", 1, None, 10) == "x" * 10 + "\r\n"
+
+
+def test_pieces_of_a_long_line_count_columns_from_where_the_part_began() -> None:
+    text = "y" * 5000 + "\n"
+    assert page_lines(text, 1, None, 1000, start_column=1001) == "y" * 1000 + (
+        "\n[line 1 of 1 (line 1 from column 1001); line 1 continues: the next part starts at "
+        "start_line=1, start_column=2001]"
+    )
+    assert page_lines("ab\ncd\n", 1, None, 1000, start_column=2) == (
+        "b\ncd\n[lines 1-2 of 2 (line 1 from column 2)]"
+    )
+
+
+def test_a_last_part_says_the_file_has_no_final_line_break() -> None:
+    assert page_lines("a\nb", 2, None, 1000) == (
+        "b\n[line 2 of 2; the file does not end with a line break]"
+    )

@@ -86,7 +86,13 @@ def workspace(tmp_path: Path) -> Iterator[Workspace]:
     os.link(outside / "hardlinked.txt", app / "hardlink")
     os.mkfifo(app / "fifo")
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    sock.bind(str(app / "sock"))
+    # Through the folder's descriptor: a socket path is limited to 107 bytes, and pytest's
+    # temporary folders under a long checkout (or nox's envdir) are longer than that.
+    folder = os.open(app, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        sock.bind(f"/proc/self/fd/{folder}/sock")
+    finally:
+        os.close(folder)
     if os.geteuid() == 0:  # a real character device inside the workspace needs root
         os.mknod(app / "chardev", stat.S_IFCHR | 0o666, os.makedev(1, 3))
     ws = Workspace(tmp_path, repo, outside, marker, [sock])

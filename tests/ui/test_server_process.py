@@ -3,7 +3,9 @@ application the server launched itself ends with it, and what it writes only its
 
 from __future__ import annotations
 
+import ctypes
 import os
+import platform
 import secrets
 import shutil
 import signal
@@ -127,18 +129,37 @@ _INITIALIZE = (
 )
 
 
+def _send_to_a_worker_thread(pid: int, signum: signal.Signals) -> None:
+    """Deliver ``signum`` to a thread other than the main one (tgkill), as the kernel may do
+    with a process-directed signal: the one blocked reading stdin, say."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    workers = [int(tid) for tid in os.listdir(f"/proc/{pid}/task") if int(tid) != pid]
+    assert workers, "the server has no worker thread to receive the signal"
+    sys_tgkill = {"x86_64": 234, "aarch64": 131}[platform.machine()]
+    assert libc.syscall(sys_tgkill, pid, workers[0], int(signum)) == 0, ctypes.get_errno()
+
+
 @pytest.mark.parametrize(
-    ("transport", "signum"),
+    ("transport", "signum", "to_worker"),
     [
-        ("stdio", signal.SIGTERM),
-        ("stdio", signal.SIGHUP),
-        ("http", signal.SIGTERM),
-        ("http", signal.SIGINT),
+        ("stdio", signal.SIGTERM, False),
+        ("stdio", signal.SIGHUP, False),
+        ("stdio", signal.SIGTERM, True),
+        ("stdio", signal.SIGHUP, True),
+        ("http", signal.SIGTERM, False),
+        ("http", signal.SIGINT, False),
     ],
-    ids=["stdio-SIGTERM", "stdio-SIGHUP", "http-SIGTERM", "http-SIGINT"],
+    ids=[
+        "stdio-SIGTERM",
+        "stdio-SIGHUP",
+        "stdio-SIGTERM-to-a-worker-thread",
+        "stdio-SIGHUP-to-a-worker-thread",
+        "http-SIGTERM",
+        "http-SIGINT",
+    ],
 )
 def test_stop_signal_ends_cleanly_with_130(
-    tmp_path: Path, transport: str, signum: signal.Signals
+    tmp_path: Path, transport: str, signum: signal.Signals, to_worker: bool
 ) -> None:
     tag = secrets.token_hex(8)  # unique: no process of another run matches it
     marker = f"LOOPKIT_UI_SIGNAL_TEST={tag}"
@@ -162,7 +183,10 @@ def test_stop_signal_ends_cleanly_with_130(
             assert '"id":1' in server.stdout.readline().replace(" ", "")
         launched = [pid for pid in _processes_with(marker) if pid != server.pid]
         assert len(launched) == 1  # the sleep it launched
-        server.send_signal(signum)
+        if to_worker:
+            _send_to_a_worker_thread(server.pid, signum)
+        else:
+            server.send_signal(signum)
         assert server.wait(20) == 130
     finally:
         if server.poll() is None:
