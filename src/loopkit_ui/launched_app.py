@@ -94,6 +94,17 @@ class LaunchedApp:
         """The return code when the app has ended, else None."""
         return None if self.process is None else self.process.poll()
 
+    def wait_ended(self, timeout: float) -> int | None:
+        """The return code once the app has ended, waiting up to ``timeout`` seconds; None
+        when it still runs. (A killed multi-threaded app shows as a zombie a moment before it
+        can be reaped: an accessibility error may arrive first.)"""
+        if self.process is None:
+            return None
+        try:
+            return self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            return None
+
     def tail(self, lines: int = TAIL_LINES) -> str:
         """The last lines the app printed (stdout and stderr), at most ``TAIL_CHARS``."""
         if self.log_path is None:

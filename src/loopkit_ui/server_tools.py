@@ -452,7 +452,9 @@ def build_server(
             result = await service.run(
                 lambda: check(service.backend, locator, what, expected=expected, match=match)  # type: ignore[arg-type]
             )
-        except (UIError, ValueError) as error:  # a UIError or bad input: answer it
+        except UIError as error:
+            return await service.error_answer(error)
+        except ValueError as error:  # bad input: answer it
             return answer(f"{type(error).__name__}: {error}", error=True)
         return answer(AssertionAnswer.of(result), error=not result.passed)
 

@@ -30,7 +30,9 @@ from loopkit_ui.answers import (
 )
 from loopkit_ui.backends import create_backend
 from loopkit_ui.backends.protocol import (
+    AppNotFoundError,
     ElementInfo,
+    ElementVanishedError,
     Locator,
     TreeSnapshot,
     UIBackend,
@@ -169,11 +171,22 @@ class UIService:
         try:
             return answer(await self.run(fn, limit=limit))
         except UIError as error:
-            if needs_app and (death := self.app_death()) is not None:
-                return answer(f"{type(error).__name__}: {error}\n{death}", error=True)
-            return answer(f"{type(error).__name__}: {error}", error=True)
+            return await self.error_answer(error, needs_app=needs_app)
         except ValueError as error:  # pydantic validation of locators and arguments
             return answer(f"invalid arguments: {error}", error=True)
+
+    async def error_answer(self, error: UIError, *, needs_app: bool = True) -> CallToolResult:
+        """The error answer for ``error``; when the launched app has ended, with how it ended
+        and its last output."""
+        message = f"{type(error).__name__}: {error}"
+        if not needs_app or self.launched is None:
+            return answer(message, error=True)
+        if isinstance(error, AppNotFoundError | ElementVanishedError):
+            # The app left the bus: if it is dying, its exit status is a moment away.
+            await anyio.to_thread.run_sync(self.launched.wait_ended, 1.0)
+        if (death := self.app_death()) is not None:
+            return answer(f"{message}\n{death}", error=True)
+        return answer(message, error=True)
 
     def app_death(self) -> str | None:
         """None unless the app this server launched has ended: then how, and its last output."""
