@@ -4,7 +4,9 @@
 # virtual environment in .venv with loopkit and its extras. Safe to run again: it only installs
 # what is missing.
 #   scripts/setup.sh           what the demo needs
-#   scripts/setup.sh --tests   also what only the tests need (PostgreSQL, for SQLAlchemySession)
+#   scripts/setup.sh --tests   also what only the tests need (PostgreSQL, for SQLAlchemySession;
+#                              ffmpeg, for the UI server's video recording; the MCP TypeScript
+#                              SDK from npm, the outside client of tests/ui/outside_client)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -27,8 +29,9 @@ DEBIAN_PACKAGES=(
   libxcb-render-util0 libxcb-shape0 libxcb-xinerama0 libxcb-xkb1 libegl1 libgl1 libfontconfig1
   libdbus-1-3 fonts-dejavu-core rsyslog
 )
-# Only the tests: a real PostgreSQL server (the suite starts a private cluster in a temp folder).
-TEST_DEBIAN_PACKAGES=(postgresql)
+# Only the tests: a real PostgreSQL server (the suite starts a private cluster in a temp folder),
+# ffmpeg (the UI server records the desktop with it; the demo never records).
+TEST_DEBIAN_PACKAGES=(postgresql ffmpeg)
 if ((TESTS)); then DEBIAN_PACKAGES+=("${TEST_DEBIAN_PACKAGES[@]}"); fi
 
 say() { printf '\033[1m[setup]\033[0m %s\n' "$*"; }
