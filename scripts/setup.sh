@@ -52,6 +52,27 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
+# Only the tests: the MCP TypeScript SDK (pinned by its package-lock.json), the outside client
+# that tests/ui/test_outside_client.py drives the UI server with. Node.js from Debian when the
+# machine has none.
+OUTSIDE_CLIENT=tests/ui/outside_client
+if ((TESTS)); then
+  if ! command -v npm >/dev/null; then
+    SUDO=""
+    [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+    say "installing Node.js (Debian packages nodejs npm) for the outside MCP client"
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends nodejs npm >/dev/null
+  fi
+  lock_stamp="$OUTSIDE_CLIENT/node_modules/.loopkit-installed"
+  lock_sum="$(sha256sum "$OUTSIDE_CLIENT/package-lock.json" | cut -d' ' -f1)"
+  if [ ! -f "$lock_stamp" ] || [ "$(cat "$lock_stamp")" != "$lock_sum" ]; then
+    say "installing the MCP TypeScript SDK into $OUTSIDE_CLIENT (npm ci)"
+    npm ci --prefix "$OUTSIDE_CLIENT" --no-audit --no-fund --ignore-scripts --loglevel=error
+    echo "$lock_sum" > "$lock_stamp"
+  fi
+fi
+
 if [ ! -x "$VENV/bin/python" ]; then
   say "creating $VENV with $($PYTHON --version)"
   "$PYTHON" -m venv "$VENV"
