@@ -41,7 +41,7 @@ __all__ = [
 
 DEFAULT_FPS = 10
 MAX_SECONDS = 1800.0  # the hard ceiling a caller may ask for (30 minutes)
-MAX_BYTES = 500 * 1024 * 1024
+MAX_BYTES = 200 * 1024 * 1024  # 200 MiB: a resources/read holds the whole file in memory
 STOP_WAIT = 10.0
 
 
