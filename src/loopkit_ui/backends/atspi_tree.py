@@ -12,8 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from loopkit_ui.backends import atspi_constants as C
-from loopkit_ui.backends.dbus_client import DBusCallError, DBusClient
-from loopkit_ui.backends.dbus_wire import MethodTemplate
+from loopkit_ui.backends.dbus_client import DBusCallError, DBusClient, Method
 from loopkit_ui.backends.protocol import (
     AppNotFoundError,
     ElementInfo,
@@ -96,20 +95,18 @@ class _Templates:
     """Pre-marshalled calls for one application's bus name."""
 
     def __init__(self, bus: str) -> None:
-        self.role = MethodTemplate(bus, C.ACCESSIBLE, "GetRole")
-        self.state = MethodTemplate(bus, C.ACCESSIBLE, "GetState")
-        self.ident = MethodTemplate(bus, C.ACCESSIBLE, "GetAccessibleId")
-        self.name = MethodTemplate(bus, C.PROPERTIES, "Get", "ss", (C.ACCESSIBLE, "Name"))
-        self.children = MethodTemplate(bus, C.ACCESSIBLE, "GetChildren")
-        self.parent = MethodTemplate(bus, C.PROPERTIES, "Get", "ss", (C.ACCESSIBLE, "Parent"))
-        self.child_count = MethodTemplate(
-            bus, C.PROPERTIES, "Get", "ss", (C.ACCESSIBLE, "ChildCount")
-        )
-        self.text = MethodTemplate(bus, C.TEXT, "GetText", "ii", (0, -1))
-        self.extents = MethodTemplate(bus, C.COMPONENT, "GetExtents", "u", (C.COORD_SCREEN,))
-        self.interfaces = MethodTemplate(bus, C.ACCESSIBLE, "GetInterfaces")
-        self.value = MethodTemplate(bus, C.PROPERTIES, "Get", "ss", (C.VALUE, "CurrentValue"))
-        self.index = MethodTemplate(bus, C.ACCESSIBLE, "GetIndexInParent")
+        self.role = Method(bus, C.ACCESSIBLE, "GetRole")
+        self.state = Method(bus, C.ACCESSIBLE, "GetState")
+        self.ident = Method(bus, C.ACCESSIBLE, "GetAccessibleId")
+        self.name = Method(bus, C.PROPERTIES, "Get", "ss", (C.ACCESSIBLE, "Name"))
+        self.children = Method(bus, C.ACCESSIBLE, "GetChildren")
+        self.parent = Method(bus, C.PROPERTIES, "Get", "ss", (C.ACCESSIBLE, "Parent"))
+        self.child_count = Method(bus, C.PROPERTIES, "Get", "ss", (C.ACCESSIBLE, "ChildCount"))
+        self.text = Method(bus, C.TEXT, "GetText", "ii", (0, -1))
+        self.extents = Method(bus, C.COMPONENT, "GetExtents", "u", (C.COORD_SCREEN,))
+        self.interfaces = Method(bus, C.ACCESSIBLE, "GetInterfaces")
+        self.value = Method(bus, C.PROPERTIES, "Get", "ss", (C.VALUE, "CurrentValue"))
+        self.index = Method(bus, C.ACCESSIBLE, "GetIndexInParent")
 
 
 def _is_gone(error: Any) -> bool:
