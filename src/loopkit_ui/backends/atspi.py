@@ -16,6 +16,7 @@ from loopkit_ui.backends import atspi_constants as C
 from loopkit_ui.backends.atspi_core import AtspiCore, a11y_bus_address
 from loopkit_ui.backends.atspi_input import parse_keys
 from loopkit_ui.backends.atspi_tree import TEXT_ROLES
+from loopkit_ui.backends.diff import diff_trees
 from loopkit_ui.backends.protocol import (
     ActionResult,
     ClickMethod,
@@ -31,7 +32,6 @@ from loopkit_ui.backends.protocol import (
     WaitResult,
     WindowReport,
 )
-from loopkit_ui.diff import diff_trees
 
 __all__ = ["AtspiBackend", "a11y_bus_address"]
 
