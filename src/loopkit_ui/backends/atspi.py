@@ -15,7 +15,7 @@ from collections.abc import Callable
 from loopkit_ui.backends import atspi_constants as C
 from loopkit_ui.backends.atspi_core import AtspiCore, a11y_bus_address
 from loopkit_ui.backends.atspi_input import parse_keys
-from loopkit_ui.backends.atspi_tree import TEXT_ROLES
+from loopkit_ui.backends.atspi_tree import TEXT_ROLES, explicit_id
 from loopkit_ui.backends.diff import diff_trees
 from loopkit_ui.backends.protocol import (
     ActionResult,
@@ -62,7 +62,7 @@ class AtspiBackend(AtspiCore):
         # with titles: a window that closes is named as it was, not by its object path.
         before_info = dict(self._op_windows if self._op_windows is not None else self._windows())
         before_windows = set(before_info)
-        before_nodes = self._read_nodes()[0] if diff else None
+        before_nodes = self._diff_tree() if diff else None
         seq = monitor.seq
         refused = perform()
         success, effect, detail = True, "", None
@@ -110,7 +110,7 @@ class AtspiBackend(AtspiCore):
         closed_labels += list(transient.values())
         dialogs = [info for _, info in windows if info.is_dialog]
         active = next((d for d in dialogs if d.active), dialogs[-1] if dialogs else None)
-        tree_diff = diff_trees(before_nodes, self._read_nodes()[0]) if before_nodes else None
+        tree_diff = diff_trees(before_nodes, self._diff_tree()) if before_nodes else None
         return ActionResult(
             success=success,
             id=label,
@@ -124,9 +124,10 @@ class AtspiBackend(AtspiCore):
         )
 
     def _transient_label(self, path: str, title: str | None = None) -> str:
-        if self._index is not None and path in self._index.by_key:
-            node = self._index.by_key[path]
-            return node.name + (f" #{node.id}" if node.id else "")
+        node = self._mirror.nodes.get(path) if self._mirror is not None else None
+        if node is not None:
+            ident = explicit_id(node.id)
+            return node.name + (f" #{ident}" if ident else "")
         return title or path.rsplit("/", 1)[-1]
 
     def _await_expectation(self, expect: Expectation) -> tuple[bool, str]:

@@ -20,7 +20,7 @@ from loopkit_ui.backends.protocol import (
     TreeNode,
 )
 
-__all__ = ["AppRef", "RawNode", "TreeReader", "visible_states"]
+__all__ = ["AppRef", "RawNode", "TreeReader", "explicit_id", "visible_states"]
 
 # Roles that never have accessible children in Qt (and rarely elsewhere): their GetChildren
 # call is skipped. A node that still turns up without a parent is placed by its Parent property.
@@ -54,6 +54,14 @@ def visible_states(states: frozenset[str]) -> list[str]:
     return flags
 
 
+def explicit_id(raw: str) -> str | None:
+    """Qt reports a generated ``QApplication.Parent.Child`` path when no accessible id was set;
+    that is no id (and usually not unique), so it is reported as None."""
+    if not raw or raw == "QApplication" or raw.startswith("QApplication."):
+        return None
+    return raw
+
+
 @dataclass(frozen=True, slots=True)
 class AppRef:
     """An application on the accessibility bus."""
@@ -85,7 +93,7 @@ class RawNode:
             depth=self.depth,
             role=self.role,
             name=self.name,
-            id=self.id or None,
+            id=explicit_id(self.id),
             states=visible_states(self.states),
             text=self.text,
         )
