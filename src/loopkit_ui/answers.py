@@ -85,7 +85,10 @@ class TreeAnswer(OutputFile):
     nodes: int = Field(description="how many nodes the file lists")
     with_ids: int = Field(description="how many of them have an accessible id")
     truncated: bool = Field(description="true when the node budget cut the tree")
-    ms: float = Field(description="time of the bulk read, in milliseconds")
+    ms: float = Field(
+        description="time to bring the tree up to date (from the events since the last "
+        "read, or a bulk read) and copy it, in milliseconds"
+    )
 
 
 class ScreenshotAnswer(OutputFile):

@@ -14,9 +14,10 @@ from collections.abc import Callable
 
 from loopkit_ui.backends import atspi_constants as C
 from loopkit_ui.backends.app_exit import ProcessWatch
-from loopkit_ui.backends.atspi_core import AtspiCore, a11y_bus_address, explicit_id
+from loopkit_ui.backends.atspi_core import AtspiCore, a11y_bus_address
 from loopkit_ui.backends.atspi_input import parse_keys
-from loopkit_ui.backends.atspi_tree import TEXT_ROLES
+from loopkit_ui.backends.atspi_tree import TEXT_ROLES, explicit_id
+from loopkit_ui.backends.diff import diff_trees
 from loopkit_ui.backends.lookup import changed_content, window_kind
 from loopkit_ui.backends.protocol import (
     ActionResult,
@@ -35,7 +36,6 @@ from loopkit_ui.backends.protocol import (
     WindowInfo,
     WindowReport,
 )
-from loopkit_ui.diff import diff_trees
 
 __all__ = ["AtspiBackend", "a11y_bus_address"]
 
@@ -64,13 +64,13 @@ class AtspiBackend(AtspiCore):
         # The same visible-window read as "after" (a hidden top-level window is in neither), and
         # with titles: a window that closes is named as it was, not by its object path.
         before_info = dict(self._op_windows if self._op_windows is not None else self._windows())
-        before_nodes = self._read_nodes()[0] if diff else None
+        before_nodes = self._diff_tree() if diff else None
         seq = self.monitor.seq
         try:
             refused = perform()
             success, effect, detail = self._confirm(refused, seq, expect, verify, verify_timeout)
             windows = self._windows()
-            after_nodes = self._read_nodes()[0] if before_nodes is not None else None
+            after_nodes = self._diff_tree() if before_nodes is not None else None
         except (AppNotFoundError, ElementVanishedError):
             # Clicking Quit ends the application: that is the action's effect, not an error.
             ended = self._app_ending()
@@ -173,15 +173,18 @@ class AtspiBackend(AtspiCore):
 
     def _transient_label(self, path: str, title: str | None = None) -> str:
         """``title #id`` of a window seen only through its events: as read while it was open
-        (window notes, or the lookup index), else read now, else its event's title; never its
+        (window notes, or the tree mirror), else read now, else its event's title; never its
         object number."""
         note = self._notes.get(path) if self._notes is not None else None
         if note is not None:
             return note.label()
-        node = self._index.by_key.get(path) if self._index is not None else None
+        node = self._mirror.nodes.get(path) if self._mirror is not None else None
         if node is not None:
             return WindowInfo(
-                title=node.name, id=node.id, role=node.role, kind=window_kind(node.role)
+                title=node.name,
+                id=explicit_id(node.id, node.role),
+                role=node.role,
+                kind=window_kind(node.role),
             ).label()
         try:
             info = self.reader.element(path)

@@ -7,18 +7,18 @@ import os
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
 from loopkit_ui.backends import atspi_constants as C
 from loopkit_ui.backends.atspi_events import EventMonitor, register_listeners
 from loopkit_ui.backends.atspi_input import InputSynth
+from loopkit_ui.backends.atspi_mirror import TreeMirror
 from loopkit_ui.backends.atspi_popups import PopupFinder, WindowNotes
-from loopkit_ui.backends.atspi_tree import DIALOG_ROLES, AppRef, RawNode, TreeReader
+from loopkit_ui.backends.atspi_tree import DIALOG_ROLES, AppRef, TreeReader, explicit_id
 from loopkit_ui.backends.atspi_x11 import X11Modality
 from loopkit_ui.backends.dbus_client import DBusCallError, DBusClient, DBusTimeout
-from loopkit_ui.backends.lookup import normalize_id, resolve, top_level_of, window_kind
+from loopkit_ui.backends.lookup import resolve, top_level_of, window_kind
 from loopkit_ui.backends.protocol import (
     AppInfo,
     AppNotFoundError,
@@ -81,21 +81,6 @@ def _matches_process(wanted: str, name: str, pid: int | None) -> bool:
     return False
 
 
-def explicit_id(raw: str, role: str = "") -> str | None:
-    """Qt reports a generated ``QApplication.Parent.Child`` path when no accessible id was set;
-    that is no id (and usually not unique), so it is reported as None; a menu item's is its
-    action's object name (see :func:`~loopkit_ui.backends.lookup.normalize_id`)."""
-    return normalize_id(raw, role)
-
-
-@dataclass
-class _Index:
-    structure: int
-    names: int
-    nodes: list[TreeNode]
-    by_key: dict[str, TreeNode]
-
-
 class AtspiCore:
     """Connection, application, index and reads (see :class:`AtspiBackend`)."""
 
@@ -132,7 +117,7 @@ class AtspiCore:
         self._notes: WindowNotes | None = None
         self._x11 = X11Modality(self.display)
         self._input: InputSynth | None = None
-        self._index: _Index | None = None
+        self._mirror: TreeMirror | None = None
         # One operation at a time: actions must not interleave (their event windows overlap).
         self._lock = threading.RLock()
         self._op_start = time.perf_counter()
@@ -238,6 +223,7 @@ class AtspiCore:
         self._app_gone = False
         self._reader = TreeReader(client, app, timeout=self.timeout)
         self._monitor = EventMonitor(client, app.bus)
+        self._mirror = TreeMirror(self._reader, self._monitor)
         self._popups = PopupFinder(self._reader, self._monitor)
         self._notes = WindowNotes(self._popups)
         return app
@@ -247,7 +233,7 @@ class AtspiCore:
             self._monitor.close()
         if self._notes is not None:
             self._notes.close()
-        self._app = self._reader = self._monitor = self._index = None
+        self._app = self._reader = self._monitor = self._mirror = None
         self._popups = self._notes = None
 
     def close(self) -> None:
@@ -294,28 +280,39 @@ class AtspiCore:
         return self._monitor
 
     @property
+    def mirror(self) -> TreeMirror:
+        assert self._mirror is not None
+        return self._mirror
+
+    @property
     def input(self) -> InputSynth:
         assert self._input is not None
         return self._input
 
-    # -- the index: a cached snapshot for lookups, refreshed when events say it changed -------
+    # -- the tree: a mirror kept current by events, for lookups, snapshots and diffs ----------
 
     def _read_nodes(
         self, root: str | None = None, budget: int = 5000
     ) -> tuple[list[TreeNode], bool]:
+        """A direct bulk read, bypassing the mirror (used when the mirror is cut by its budget)."""
         raw, truncated = self.reader.read(root, budget=budget)
-        nodes = [self._tree_node(n) for n in raw]
+        nodes = [n.to_tree_node() for n in raw]
         if root is None and not truncated:
             return self._with_popups(nodes, budget)
         return nodes, truncated
 
     def _with_popups(self, nodes: list[TreeNode], budget: int) -> tuple[list[TreeNode], bool]:
         """The application's tree with its open popups added as top-level windows (Qt leaves
-        them out of the application's children). A node the tree already has is not repeated:
-        a combo box's drop-down holds the combo box's own list."""
+        them out of the application's children, so the mirror has none: each open popup is read
+        directly, a few nodes). A node the tree already has is not repeated: a combo box's
+        drop-down holds the combo box's own list. ``nodes`` is not changed."""
         toplevels = {n.key for n in nodes if n.depth == 1}
+        popups = self._popup_windows(toplevels)
+        if not popups:
+            return nodes, False
+        nodes = list(nodes)  # the mirror's list is shared: never append to it
         seen = {n.key for n in nodes}
-        for path, _info in self._popup_windows(toplevels):
+        for path, _info in popups:
             if len(nodes) >= budget:
                 return nodes, True
             try:
@@ -328,7 +325,7 @@ class AtspiCore:
                     skipped.add(item.path)
                     continue
                 seen.add(item.path)
-                node = self._tree_node(item)
+                node = item.to_tree_node()
                 node.depth += 1
                 if node.key == path:
                     node.parent = nodes[0].key
@@ -340,38 +337,25 @@ class AtspiCore:
     def _popup_windows(self, toplevels: set[str]) -> list[tuple[str, WindowInfo]]:
         return self._popups.find(toplevels) if self._popups is not None else []
 
-    @staticmethod
-    def _tree_node(raw: RawNode) -> TreeNode:
-        node = raw.to_tree_node()
-        node.id = explicit_id(raw.id, raw.role)
-        return node
+    def _tree(self, *, fresh: bool = False) -> list[TreeNode]:
+        """The application's nodes in tree order, current as of the events seen so far, with
+        the open popups (menus, drop-downs) after its windows."""
+        self.mirror.sync(full=fresh)
+        return self._with_popups(self.mirror.tree()[0], self.mirror.budget)[0]
 
-    def _index_nodes(self, *, need_names: bool, fresh: bool = False) -> tuple[_Index, bool]:
-        monitor = self.monitor
-        index = self._index
-        valid = (
-            index is not None
-            and not fresh
-            and index.structure == monitor.structure_generation
-            and (not need_names or index.names == monitor.name_generation)
-        )
-        if valid and index is not None:
-            return index, False
-        structure, names = monitor.structure_generation, monitor.name_generation
-        nodes, _ = self._read_nodes()
-        self._index = _Index(structure, names, nodes, {n.key: n for n in nodes})
-        return self._index, True
+    def _diff_tree(self) -> list[TreeNode]:
+        """The whole tree for a before/after diff (a direct read when the mirror is partial)."""
+        nodes = self._tree()
+        return nodes if self.mirror.complete else self._read_nodes()[0]
 
     def _find(self, locator: Locator) -> TreeNode:
         """The node a locator names (table cells resolved through the Table interface)."""
-        index, fresh = self._index_nodes(need_names=False)
         try:
-            node = self._resolve_in(index, locator)
+            node = resolve(self._tree(), locator)
         except ElementNotFoundError:
-            if fresh:
-                raise
-            index, _ = self._index_nodes(need_names=True, fresh=True)
-            node = self._resolve_in(index, locator)
+            if self.mirror.verified:
+                raise  # read in full and nothing happened since: reading again finds the same
+            node = resolve(self._tree(fresh=True), locator)
         if locator.row is None and locator.column is None:
             return node
         if locator.row is None or locator.column is None:
@@ -386,25 +370,13 @@ class AtspiCore:
             raise ElementNotFoundError(f"{locator.target!r}: {error}") from error
         return TreeNode(key=path, parent=node.key, depth=node.depth + 1, role="table cell")
 
-    def _resolve_in(self, index: _Index, locator: Locator) -> TreeNode:
-        if index.names != self.monitor.name_generation:
-            # Ids are still valid; a name match needs current names.
-            try:
-                match = resolve(index.nodes, locator)
-                if match.id == locator.target:
-                    return match
-            except ElementNotFoundError:
-                pass
-            index, _ = self._index_nodes(need_names=True)
-        return resolve(index.nodes, locator)
-
     def _window_of(self, key: str) -> TreeNode | None:
-        if self._index is None:
+        if self._mirror is None:
             return None
-        node = self._index.by_key.get(key)
-        if node is None:
-            return None
-        return top_level_of(self._index.nodes).get(key)
+        window = self._mirror.window_of(key)
+        if window is None and key not in self._mirror.nodes:
+            window = top_level_of(self._tree()).get(key)  # an element of an open popup
+        return window
 
     # -- windows -----------------------------------------------------------------------------
 
@@ -490,7 +462,7 @@ class AtspiCore:
         return info
 
     def _refind(self, locator: Locator) -> TreeNode:
-        self._index_nodes(need_names=True, fresh=True)
+        self.mirror.sync(full=True)
         return self._find(locator)
 
     def get_property(self, locator: Locator, name: str) -> str | None:
@@ -514,7 +486,8 @@ class AtspiCore:
         return self._guarded(read)
 
     def snapshot(self, *, window: str | None = None, node_budget: int = 2000) -> TreeSnapshot:
-        """The tree of the application (or of one top-level window) in one bulk read."""
+        """The tree of the application (or of one top-level window), from the mirror the
+        accessibility events keep current (a direct bulk read when it is cut by its budget)."""
         if node_budget < 1:
             raise UIError(f"node_budget must be at least 1, got {node_budget}")
 
@@ -529,7 +502,14 @@ class AtspiCore:
                         f"no window with id or title {window!r}; open windows: {titles}"
                     )
                 root = matches[0]
-            nodes, truncated = self._read_nodes(root, node_budget)
+            mirror = self.mirror
+            mirror.sync()
+            if mirror.complete and (root is None or root in mirror.nodes):
+                nodes, truncated = mirror.tree(root, node_budget)
+                if root is None and not truncated:
+                    nodes, truncated = self._with_popups(nodes, node_budget)
+            else:
+                nodes, truncated = self._read_nodes(root, node_budget)
             app = self._app.name if self._app else "?"
             return TreeSnapshot(
                 app=app,

@@ -15,8 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from loopkit_ui.backends import atspi_constants as C
-from loopkit_ui.backends.dbus_client import DBusClient
-from loopkit_ui.backends.dbus_wire import SIGNAL, Message
+from loopkit_ui.backends.dbus_client import DBusClient, Signal
 
 __all__ = ["AppEvent", "EventMonitor", "register_listeners"]
 
@@ -81,14 +80,10 @@ class EventMonitor:
         """Stop collecting."""
         self._client.unsubscribe(self._handle)
 
-    def _accepts(self, message: Message) -> bool:
-        return (
-            message.type == SIGNAL
-            and message.sender == self.bus
-            and (message.interface or "").startswith(C.EVENT_PREFIX)
-        )
+    def _accepts(self, message: Signal) -> bool:
+        return message.sender == self.bus and (message.interface or "").startswith(C.EVENT_PREFIX)
 
-    def _on_signal(self, message: Message) -> None:
+    def _on_signal(self, message: Signal) -> None:
         body = message.body
         detail, d1, d2, data = (
             (body[0], body[1], body[2], body[3]) if len(body) >= 4 else ("", 0, 0, None)

@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from loopkit_ui.backends.diff import diff_trees
 from loopkit_ui.backends.lookup import resolve, top_level_of
 from loopkit_ui.backends.protocol import (
     ActionResult,
@@ -38,7 +39,6 @@ from loopkit_ui.backends.protocol import (
     WindowReport,
 )
 from loopkit_ui.backends.uia_thread import AutomationThread
-from loopkit_ui.diff import diff_trees
 
 __all__ = ["UIACore", "escape_keys", "to_send_keys"]
 
