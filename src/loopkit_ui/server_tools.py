@@ -52,14 +52,16 @@ if TYPE_CHECKING:
 
 __all__ = ["TIMINGS", "build_server"]
 
-# Typical times measured with bench/ui_bench.py on the invoice app (Xvfb, 2 shared cores);
+# Typical times measured with bench/test_ui_bench.py (Xvfb, 2 shared cores, MCP over stdio);
 # they go into the tool descriptions so a model can plan. Keep them in step with the bench.
 TIMINGS = {
-    "click": "about 30 ms when the click has a visible effect (about 45 ms with diff; about "
-    "130 ms with method=action); about 300 ms when nothing happens, as it waits that long for "
-    "a first accessibility event",
+    "click": "about 30 ms when the click has a visible effect on a small app (the invoice "
+    "app, 35 nodes), about 45 ms with diff; on a 500-node tree the diff adds about 100 ms; "
+    "about 130 ms with method=action; about 300 ms when nothing happens, as it waits that long "
+    "for a first accessibility event",
     "read": "about 3 ms",
-    "tree": "about 10 ms for the invoice app (about 35 nodes), about 70 ms for 500 nodes",
+    "tree": "about 10 ms for 35 or 500 nodes (a copy kept current by the app's events; the "
+    "first call reads the whole tree, about 0.5 ms a node)",
     "type": "about 25 ms",
     "set_cell": "about 45 ms",
     "windows": "about 5 ms",
