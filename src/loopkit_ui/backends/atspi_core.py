@@ -1,5 +1,6 @@
-"""The AT-SPI backend's core: the bus connection, finding the application, the lookup index,
-top-level windows and the read operations. Actions live in ``atspi.py`` on top of this."""
+"""The AT-SPI backend's core: the bus connection, finding the application, the tree mirror
+(with the open popups), top-level windows and the read operations. The action pattern lives in
+``atspi_actions.py`` on top of this, the actions in ``atspi.py``."""
 
 from __future__ import annotations
 
