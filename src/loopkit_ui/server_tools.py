@@ -56,7 +56,7 @@ __all__ = ["TIMINGS", "build_server"]
 # they go into the tool descriptions so a model can plan. Keep them in step with the bench.
 TIMINGS = {
     "click": "about 30 ms when the click has a visible effect on a small app (the invoice "
-    "app, 35 nodes), about 45 ms with diff; on a 500-node tree the diff adds about 100 ms; "
+    "app, 35 nodes), about 40 ms with diff; on a 500-node tree about 90 ms, 110 with diff; "
     "about 130 ms with method=action; about 300 ms when nothing happens, as it waits that long "
     "for a first accessibility event",
     "read": "about 3 ms",
