@@ -6,8 +6,12 @@
    the spec describes reports about 200 ms a click and about 3,000 ms with the diff.
 2. One read over stdio beside streamable HTTP with the bearer token and the Host/Origin checks.
 3. A tree snapshot of the invoice app holding about 500 accessible nodes: the bulk read
-   (Collection.GetMatches + one pipelined burst) beside reading node by node, with our D-Bus
-   client and with libatspi (PyGObject), the usual way.
+   (Collection.GetMatches + one pipelined burst) on jeepney's wire format beside the hand-written
+   wire format it replaced (loaded from git history, ``handwritten_dbus.py``), and beside reading
+   node by node, with our D-Bus client and with libatspi (PyGObject), the usual way.
+4. On that 500-node tree, over MCP from the ``mcp`` SDK's client: ``ui_tree`` and click + diff,
+   this server (the event-driven tree mirror) beside the server before it (the same commit as
+   the hand-written wire format, run from ``git archive``; it read the whole tree for each).
 
 Prints figures and ratios; asserts only that the work was really done. Run:
 ``.venv/bin/python -m pytest bench/test_ui_bench.py -s -q`` (or ``nox -s bench``).
@@ -24,6 +28,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import handwritten_dbus
 import pytest
 
 from loopkit_ui.backends.atspi import AtspiBackend
@@ -31,7 +36,8 @@ from loopkit_ui.backends.atspi_constants import ACCESSIBLE, PROPERTIES
 from loopkit_ui.session import HeadlessDesktop
 from loopkit_ui.testing import UIServerClient, desktop_available
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+REPO = Path(__file__).resolve().parents[1]
+EXAMPLES = REPO / "examples"
 ROUNDS = 15
 SNAPSHOTS = 15
 READS = 60
@@ -167,10 +173,10 @@ def test_read_latency_stdio_and_http(
           f"({http / stdio:.2f}x stdio)")  # fmt: skip
 
 
-def test_tree_snapshot_500_nodes(
-    ui: UIServerClient, desktop: HeadlessDesktop, tmp_path: Path
-) -> None:
-    invoice = tmp_path / "big.json"
+@pytest.fixture(scope="module")
+def big_invoice(ui: UIServerClient, tmp_path_factory: pytest.TempPathFactory) -> int:
+    """Open an invoice of ITEMS_FOR_500_NODES items; the app then has about 500 nodes."""
+    invoice = tmp_path_factory.mktemp("invoice") / "big.json"
     items = [{"description": f"item {i}", "quantity": i % 7 + 1, "unit_price": 1.5 * i}
              for i in range(ITEMS_FOR_500_NODES)]  # fmt: skip
     invoice.write_text(json.dumps({"discount_percent": 0, "items": items}), encoding="utf-8")
@@ -178,34 +184,92 @@ def test_tree_snapshot_500_nodes(
     assert ui.call("ui_click", target="OpenButton")["success"]
     cell = ui.call("ui_get_text", target="ItemsTable", row=ITEMS_FOR_500_NODES - 1, column=0)
     assert cell.text == f"item {ITEMS_FOR_500_NODES - 1}", cell
+    answer = ui.call("ui_tree")
+    assert not answer.error and not answer["truncated"] and answer["nodes"] >= 480, answer
+    return int(answer["nodes"])
 
-    mcp_ms, nodes = [], 0
+
+@pytest.fixture(scope="module")
+def before_ui(
+    desktop: HeadlessDesktop, app: None, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[UIServerClient | None]:
+    """The server as it was before the tree mirror and jeepney (``git archive`` of
+    HANDWRITTEN_COMMIT), on the same app; None outside a git checkout."""
+    folder = tmp_path_factory.mktemp("before")
+    try:
+        archive = subprocess.run(["git", "archive", handwritten_dbus.HANDWRITTEN_COMMIT, "src"],
+                                 cwd=REPO, capture_output=True, check=True, timeout=60).stdout  # fmt: skip
+        subprocess.run(["tar", "-x", "-C", str(folder)], input=archive, check=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        yield None
+        return
+    env = {**desktop.child_env(), "PYTHONPATH": str(folder / "src")}
+    args = ["-m", "loopkit_ui.server", "--app-name", "invoice_app", "--output-dir",
+            str(folder / "out"), "--attach-timeout", "20"]  # fmt: skip
+    with UIServerClient(args, env=env) as client:
+        yield client
+
+
+def test_tree_snapshot_500_nodes(
+    ui: UIServerClient, before_ui: UIServerClient | None, big_invoice: int,
+    desktop: HeadlessDesktop,
+) -> None:  # fmt: skip
+    nodes = big_invoice
+    servers = {"this server (mirror)": ui}
+    if before_ui is not None:
+        servers[f"before ({handwritten_dbus.HANDWRITTEN_COMMIT}, full read)"] = before_ui
+    mcp_ms: dict[str, list[float]] = {name: [] for name in servers}
     for _ in range(SNAPSHOTS):
-        answer = ui.call("ui_tree")
-        assert not answer.error and not answer["truncated"]
-        nodes = answer["nodes"]
-        mcp_ms.append(answer.ms)
-    assert nodes >= 480
+        for name, server in servers.items():
+            answer = server.call("ui_tree")
+            assert not answer.error and not answer["truncated"], answer
+            assert answer["nodes"] == nodes, (name, answer)
+            mcp_ms[name].append(answer.ms)
 
     backend = AtspiBackend(app_name="invoice_app", bus_address=desktop.a11y_bus_address)
+    old = handwritten_dbus.load()
+    old_client = None
     try:
-        bulk_ms = []
+        backend.attach()
+        reader = backend.reader
+        start = time.perf_counter()
+        first = reader.read()[0]  # jeepney serialises every call once: the cold read
+        cold_ms = (time.perf_counter() - start) * 1000
+        assert len(first) == nodes
+        readers: dict[str, object] = {"jeepney wire format": reader}
+        if old is not None:
+            old_client = old.DBusClient(desktop.a11y_bus_address)
+            app_ref = old.AppRef(reader.app.bus, reader.app.root, reader.app.name, reader.app.pid)
+            readers["hand-written wire format"] = old.TreeReader(old_client, app_ref)
+        bulk_ms: dict[str, list[float]] = {name: [] for name in readers}
         for _ in range(SNAPSHOTS):
-            start = time.perf_counter()
-            snapshot = backend.snapshot()
-            bulk_ms.append((time.perf_counter() - start) * 1000)
-            assert len(snapshot.nodes) == nodes
+            for name, tree_reader in readers.items():
+                start = time.perf_counter()
+                raw, truncated = tree_reader.read()  # type: ignore[attr-defined]
+                bulk_ms[name].append((time.perf_counter() - start) * 1000)
+                assert len(raw) == nodes and not truncated
         by_node_ms = [_node_by_node(backend) for _ in range(3)]
     finally:
         backend.close()
+        if old_client is not None:
+            old_client.close()
     libatspi_ms = _libatspi_walk(desktop)
 
-    bulk = statistics.median(bulk_ms)
     print(f"\n\nTree snapshot, invoice app with {ITEMS_FOR_500_NODES} items: {nodes} nodes")
-    print(
-        f"  bulk read, in process            {_stats(bulk_ms)}   ({bulk / nodes * 1000:.0f} us/node)"
-    )
-    print(f"  ui_tree over MCP (+ file write)  {_stats(mcp_ms)}")
+    for name, values in mcp_ms.items():
+        print(f"  ui_tree over MCP, {name:<28} {_stats(values)}")
+    if len(mcp_ms) == 2:
+        new, before = (statistics.median(v) for v in mcp_ms.values())
+        print(f"  ui_tree: this server / before = {new / before:.2f}")
+    for name, values in bulk_ms.items():
+        median = statistics.median(values)
+        print(f"  bulk read in process, {name:<26} {_stats(values)}   "
+              f"({median / nodes * 1000:.0f} us/node)")  # fmt: skip
+    print(f"  bulk read, jeepney, first (cold) read    {cold_ms:7.1f} ms")
+    if len(bulk_ms) == 2:
+        library, by_hand = (statistics.median(v) for v in bulk_ms.values())
+        print(f"  bulk read: jeepney / hand-written = {library / by_hand:.2f}")
+    bulk = statistics.median(bulk_ms["jeepney wire format"])
     slow = statistics.median(by_node_ms)
     print(f"  node by node, same D-Bus client  {_stats(by_node_ms)}   ({slow / nodes:.2f} ms/node, "
           f"{slow / bulk:.1f}x the bulk read)")  # fmt: skip
@@ -214,7 +278,48 @@ def test_tree_snapshot_500_nodes(
             f"  node by node, libatspi (gi)      median {libatspi_ms:7.1f} ms   "
             f"({libatspi_ms / nodes:.2f} ms/node, {libatspi_ms / bulk:.1f}x the bulk read)"
         )
-    print("  target: <= 100 ms for ~500 nodes")
+    print("  target: ui_tree over MCP <= 60 ms for ~500 nodes")
+
+
+def test_click_diff_500_nodes(
+    ui: UIServerClient, before_ui: UIServerClient | None, big_invoice: int
+) -> None:
+    """Add a row, then delete it, with the diff, on the 500-node tree: each answer's diff must
+    name the row's five nodes (row header and four cells) appearing, then disappearing."""
+    servers = {"this server (mirror)": ui}
+    if before_ui is not None:
+        servers[f"before ({handwritten_dbus.HANDWRITTEN_COMMIT}, full reads)"] = before_ui
+    variants = [(name, diff) for name in servers for diff in (False, True)]
+    client_ms: dict[tuple[str, bool], list[float]] = {v: [] for v in variants}
+    diffs: dict[str, list[tuple[int, int]]] = {name: [] for name in servers}
+    for server in servers.values():  # warm-up
+        server.call("ui_click", target="AddItemButton")
+        server.call("ui_click", target="DeleteSelectedButton")
+    for _ in range(ROUNDS // 2):
+        for name, diff in variants:
+            server = servers[name]
+            add = server.call("ui_click", target="AddItemButton", diff=diff)
+            delete = server.call("ui_click", target="DeleteSelectedButton", diff=diff)
+            for answer in (add, delete):
+                assert not answer.error and answer["success"], answer
+                client_ms[(name, diff)].append(answer.ms)
+            if diff:
+                appeared, gone = add["diff"]["appeared"], delete["diff"]["disappeared"]
+                assert "table cell 'New item'" in appeared, add["diff"]
+                assert "table cell 'New item'" in gone, delete["diff"]
+                diffs[name].append((len(appeared), len(gone)))
+    print(f"\n\nClick + diff, invoice app with {ITEMS_FOR_500_NODES} items ({big_invoice} nodes), "
+          f"MCP over stdio, add a row then delete it ({ROUNDS // 2 * 2} clicks each)")  # fmt: skip
+    for name, diff in variants:
+        label = f"{name}{' + diff' if diff else ''}"
+        print(f"  {label:<44} {_stats(client_ms[(name, diff)])}")
+    for name, counts in diffs.items():
+        print(f"  {name}: (appeared, disappeared) per add/delete pair: {sorted(set(counts))}")
+    if before_ui is not None:
+        names = list(servers)
+        new, before = (statistics.median(client_ms[(n, True)]) for n in names)
+        print(f"  click + diff: this server / before = {new / before:.2f}")
+    print("  target: click + diff <= 150 ms on 500 nodes")
 
 
 def _node_by_node(backend: AtspiBackend) -> float:

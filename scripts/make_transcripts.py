@@ -45,34 +45,40 @@ def fixed_model() -> str:
 
 def fixed_delete() -> str:
     text = (APP / "main_window.py").read_text(encoding="utf-8")
-    text = patch(text, "    QMainWindow,\n", "    QMainWindow,\n    QMessageBox,\n")
+    text = patch(text, "    QMenu,\n", "    QMenu,\n    QMessageBox,\n")
     return patch(
         text,
         '''    def delete_selected(self) -> None:
-        """Remove the selected row; without a selection nothing happens."""
-        rows = self.table.selectionModel().selectedRows()
+        """Remove the selected rows; without a selection nothing happens."""
+        rows = sorted(index.row() for index in self.table.selectionModel().selectedRows())
         if not rows:
             return
-        self.table.removeRow(rows[0].row())
+        for row in reversed(rows):
+            self.table.removeRow(row)
         self.update_totals()
 ''',
         '''    def delete_selected(self) -> None:
-        """Ask, then remove the selected row; without a selection nothing happens."""
-        rows = self.table.selectionModel().selectedRows()
+        """Ask, then remove the selected rows; without a selection nothing happens."""
+        rows = sorted(index.row() for index in self.table.selectionModel().selectedRows())
         if not rows:
             return
-        row = rows[0].row()
-        if not self._confirm_delete(self._cell_text(row, DESCRIPTION)):
+        if not self._confirm_delete([self._cell_text(row, DESCRIPTION) for row in rows]):
             return
-        self.table.removeRow(row)
+        for row in reversed(rows):
+            self.table.removeRow(row)
         self.update_totals()
 
-    def _confirm_delete(self, description: str) -> bool:
-        """Ask whether the item named ``description`` should be deleted."""
+    def _confirm_delete(self, descriptions: list[str]) -> bool:
+        """Ask whether the items named ``descriptions`` should be deleted."""
+        question = (
+            f'Delete the item "{descriptions[0]}"?'
+            if len(descriptions) == 1
+            else f"Delete these {len(descriptions)} items: {', '.join(descriptions)}?"
+        )
         box = QMessageBox(
             QMessageBox.Icon.Question,
             "Delete item",
-            f'Delete the item "{description}"?',
+            question,
             QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No,
             self,
         )
@@ -226,7 +232,7 @@ def build_and_restart() -> list[dict[str, Any]]:
 
 def finish(title: str, body: str, file: str, summary: str) -> list[dict[str, Any]]:
     return [
-        turn(call("ui_screenshot", ok(".png"), path="after.png")),
+        turn(call("ui_screenshot", ok(".png"))),
         turn(call("stop_app", ok("no process of it is left"))),
         turn(
             call(

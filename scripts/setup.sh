@@ -4,7 +4,9 @@
 # virtual environment in .venv with loopkit and its extras. Safe to run again: it only installs
 # what is missing.
 #   scripts/setup.sh           what the demo needs
-#   scripts/setup.sh --tests   also what only the tests need (PostgreSQL, for SQLAlchemySession)
+#   scripts/setup.sh --tests   also what only the tests need (PostgreSQL, for SQLAlchemySession;
+#                              ffmpeg, for the UI server's video recording; the MCP TypeScript
+#                              SDK from npm, the outside client of tests/ui/outside_client)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -27,8 +29,9 @@ DEBIAN_PACKAGES=(
   libxcb-render-util0 libxcb-shape0 libxcb-xinerama0 libxcb-xkb1 libegl1 libgl1 libfontconfig1
   libdbus-1-3 fonts-dejavu-core rsyslog
 )
-# Only the tests: a real PostgreSQL server (the suite starts a private cluster in a temp folder).
-TEST_DEBIAN_PACKAGES=(postgresql)
+# Only the tests: a real PostgreSQL server (the suite starts a private cluster in a temp folder),
+# ffmpeg (the UI server records the desktop with it; the demo never records).
+TEST_DEBIAN_PACKAGES=(postgresql ffmpeg)
 if ((TESTS)); then DEBIAN_PACKAGES+=("${TEST_DEBIAN_PACKAGES[@]}"); fi
 
 say() { printf '\033[1m[setup]\033[0m %s\n' "$*"; }
@@ -47,6 +50,27 @@ if ((${#missing[@]})); then
   say "installing Debian packages: ${missing[*]}"
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# Only the tests: the MCP TypeScript SDK (pinned by its package-lock.json), the outside client
+# that tests/ui/test_outside_client.py drives the UI server with. Node.js from Debian when the
+# machine has none.
+OUTSIDE_CLIENT=tests/ui/outside_client
+if ((TESTS)); then
+  if ! command -v npm >/dev/null; then
+    SUDO=""
+    [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+    say "installing Node.js (Debian packages nodejs npm) for the outside MCP client"
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends nodejs npm >/dev/null
+  fi
+  lock_stamp="$OUTSIDE_CLIENT/node_modules/.loopkit-installed"
+  lock_sum="$(sha256sum "$OUTSIDE_CLIENT/package-lock.json" | cut -d' ' -f1)"
+  if [ ! -f "$lock_stamp" ] || [ "$(cat "$lock_stamp")" != "$lock_sum" ]; then
+    say "installing the MCP TypeScript SDK into $OUTSIDE_CLIENT (npm ci)"
+    npm ci --prefix "$OUTSIDE_CLIENT" --no-audit --no-fund --ignore-scripts --loglevel=error
+    echo "$lock_sum" > "$lock_stamp"
+  fi
 fi
 
 if [ ! -x "$VENV/bin/python" ]; then

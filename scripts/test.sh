@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs what is missing (scripts/setup.sh --tests: the demo's needs plus PostgreSQL), then
+# Installs what is missing (scripts/setup.sh --tests: the demo's needs plus PostgreSQL, ffmpeg and
+# Node.js with the MCP TypeScript SDK for the outside-client test), then
 # runs the whole test suite.
 # Extra arguments go to pytest, e.g. scripts/test.sh -k run_log
 set -euo pipefail

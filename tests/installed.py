@@ -2,8 +2,9 @@
 
 ``scripts/test.sh`` and ``nox -s tests`` set ``LOOPKIT_REQUIRE_DESKTOP=1`` on Linux after
 ``scripts/setup.sh --tests`` installed everything (the headless desktop, rsyslog, PyGObject,
-PostgreSQL, the dev extra). Under it a missing piece fails the tests that need it; without it
-(a quick run on a machine that lacks the desktop) those tests are skipped and say why.
+PostgreSQL, ffmpeg, the outside MCP client, the dev extra). Under it a missing piece fails the
+tests that need it; without it (a quick run on a machine that lacks the desktop) those tests
+are skipped and say why.
 """
 
 from __future__ import annotations
@@ -58,3 +59,14 @@ def postgresql_bindir() -> Path:
         "PostgreSQL's server programs (initdb, pg_ctl) are not installed; they come with "
         "the Debian package postgresql (scripts/setup.sh --tests installs it)"
     )
+
+
+def ffmpeg_or_unavailable() -> str:
+    """The path of ``ffmpeg`` (video recording); :func:`unavailable` when it is missing."""
+    found = shutil.which("ffmpeg")
+    if found is None:
+        unavailable(
+            "ffmpeg is not installed; video recording needs it (the Debian package ffmpeg: "
+            "scripts/setup.sh --tests installs it)"
+        )
+    return found

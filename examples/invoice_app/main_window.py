@@ -1,15 +1,17 @@
-"""The main window: the items table, the discount, the totals and Save / Open.
+"""The main window: the items table (with its context menu), the discount, the totals and
+Save / Open.
 
 Every control has an object name and an accessible identifier (the same id), so UI
-automation finds it by id. The table is the source of truth for what the user typed;
-the totals are computed from an Invoice read back from it on every change.
+automation finds it by id; the context menu's actions have object names (Qt reports those as
+their ids). The table is the source of truth for what the user typed; the totals are computed
+from an Invoice read back from it on every change.
 """
 
 from __future__ import annotations
 
 import logging
 
-from PySide6.QtCore import QSignalBlocker, Qt
+from PySide6.QtCore import QPoint, QSignalBlocker, Qt
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QHBoxLayout,
@@ -17,6 +19,7 @@ from PySide6.QtWidgets import (
     QLabel,
     QLineEdit,
     QMainWindow,
+    QMenu,
     QPushButton,
     QTableWidget,
     QTableWidgetItem,
@@ -53,11 +56,12 @@ class MainWindow(QMainWindow):
         _identify(self.table, "ItemsTable", "Items")
         self.table.setHorizontalHeaderLabels(COLUMNS)
         self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
-        self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.table.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
         self.table.horizontalHeader().setSectionResizeMode(
             DESCRIPTION, QHeaderView.ResizeMode.Stretch
         )
         self.table.itemChanged.connect(self._on_item_changed)
+        self.items_menu = self._build_items_menu()
 
         self.add_button = QPushButton("Add item")
         _identify(self.add_button, "AddItemButton", "Add item")
@@ -102,6 +106,32 @@ class MainWindow(QMainWindow):
         self._build_layout(discount_label, file_label)
         self.set_invoice(sample_invoice())
         self.resize(640, 480)
+
+    def _build_items_menu(self) -> QMenu:
+        """The items table's context menu: Duplicate item, Delete item, Select All."""
+        menu = QMenu(self.table)
+        _identify(menu, "ItemsContextMenu", "Item actions")
+        self._menu_row = -1
+        self.duplicate_action = menu.addAction("Duplicate item")
+        self.duplicate_action.setObjectName("DuplicateItemAction")
+        self.duplicate_action.triggered.connect(self.duplicate_item)
+        self.delete_action = menu.addAction("Delete item")
+        self.delete_action.setObjectName("DeleteItemAction")
+        self.delete_action.triggered.connect(self.delete_item)
+        select_all = menu.addAction("Select All")
+        select_all.setObjectName("SelectAllAction")
+        select_all.triggered.connect(self.table.selectAll)
+        self.table.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        self.table.customContextMenuRequested.connect(self._show_items_menu)
+        return menu
+
+    def _show_items_menu(self, pos: QPoint) -> None:
+        # The row under the pointer is the one Duplicate and Delete act on.
+        self._menu_row = self.table.indexAt(pos).row()
+        on_row = self._menu_row >= 0
+        self.duplicate_action.setEnabled(on_row)
+        self.delete_action.setEnabled(on_row)
+        self.items_menu.popup(self.table.viewport().mapToGlobal(pos))
 
     def _build_layout(self, discount_label: QLabel, file_label: QLabel) -> None:
         buttons = QHBoxLayout()
@@ -160,7 +190,9 @@ class MainWindow(QMainWindow):
         self.update_totals()
 
     def _append_row(self, item: Item) -> int:
-        row = self.table.rowCount()
+        return self._insert_row(self.table.rowCount(), item)
+
+    def _insert_row(self, row: int, item: Item) -> int:
         self.table.insertRow(row)
         self.table.setItem(row, DESCRIPTION, QTableWidgetItem(item.description))
         self.table.setItem(row, QUANTITY, _number_cell(format_number(item.quantity)))
@@ -201,12 +233,31 @@ class MainWindow(QMainWindow):
         self.update_totals()
 
     def delete_selected(self) -> None:
-        """Remove the selected row; without a selection nothing happens."""
-        rows = self.table.selectionModel().selectedRows()
+        """Remove the selected rows; without a selection nothing happens."""
+        rows = sorted(index.row() for index in self.table.selectionModel().selectedRows())
         if not rows:
             return
-        self.table.removeRow(rows[0].row())
+        for row in reversed(rows):
+            self.table.removeRow(row)
         self.update_totals()
+
+    def duplicate_item(self) -> None:
+        """Insert a copy of the item the context menu was opened on, below it, and select it."""
+        row = self._menu_row
+        if not 0 <= row < self.table.rowCount():
+            return
+        with QSignalBlocker(self.table):
+            copy = self._insert_row(row + 1, self.invoice().items[row])
+        self.table.selectRow(copy)
+        self.update_totals()
+
+    def delete_item(self) -> None:
+        """Delete the item the context menu was opened on (as Delete selected does)."""
+        row = self._menu_row
+        if not 0 <= row < self.table.rowCount():
+            return
+        self.table.selectRow(row)
+        self.delete_selected()
 
     def save_file(self) -> None:
         """Write the invoice to the path in the File field."""

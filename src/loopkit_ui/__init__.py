@@ -32,13 +32,14 @@ _EXPORTS: dict[str, str] = {
     "WaitResult": "loopkit_ui.backends.protocol",
     "WindowInfo": "loopkit_ui.backends.protocol",
     "WindowReport": "loopkit_ui.backends.protocol",
-    "diff_trees": "loopkit_ui.diff",
+    "diff_trees": "loopkit_ui.backends.diff",
     "DesktopError": "loopkit_ui.session",
     "HeadlessDesktop": "loopkit_ui.session",
 }
 
 if TYPE_CHECKING:
     from loopkit_ui.backends import create_backend, default_backend_name
+    from loopkit_ui.backends.diff import diff_trees
     from loopkit_ui.backends.protocol import (
         ActionResult,
         AmbiguousElementError,
@@ -60,7 +61,6 @@ if TYPE_CHECKING:
         WindowInfo,
         WindowReport,
     )
-    from loopkit_ui.diff import diff_trees
     from loopkit_ui.session import DesktopError, HeadlessDesktop
 else:
     # Hidden from type checkers: a module ``__getattr__`` would make any misspelt name "Any".

@@ -249,8 +249,13 @@ def _serve_stdio(service: UIService) -> None:
 
 
 def _service(args: argparse.Namespace, launch: list[str] | None) -> UIService:
+    import signal as signals
+
     from loopkit_ui.backends.protocol import UIError
     from loopkit_ui.service import UIService
+
+    # The desktop's own helper: SIGTERM to the child when this (main) thread's process dies.
+    from loopkit_ui.session import _pdeathsig as parent_death_signal
 
     try:
         return UIService(
@@ -262,6 +267,9 @@ def _service(args: argparse.Namespace, launch: list[str] | None) -> UIService:
             launch=launch,
             launch_cwd=args.launch_cwd,
             attach_timeout=args.attach_timeout,
+            display=os.environ.get("DISPLAY"),
+            # A recording (ffmpeg) ends with the server even when the server is killed.
+            recorder_preexec=parent_death_signal(signals.SIGTERM),
         )
     except OSError as error:
         what = f"--launch {shown(args.launch)}" if launch else "the server"

@@ -2,6 +2,11 @@
 :class:`~loopkit_ui.service.UIService`. The command line (stdio or HTTP) is
 :mod:`loopkit_ui.server`.
 
+Every tool has a title, annotations (``readOnlyHint`` on reads and assertions, so a client can
+approve them without asking), a description on every parameter and an ``outputSchema``: the
+JSON schema of its answer model (:mod:`loopkit_ui.answers`), sent as ``structuredContent`` next
+to the text. Files the tools write (trees, screenshots, videos) are MCP resources too.
+
 Tool descriptions state typical times measured on the invoice app under Xvfb (see
 ``docs/ui-server.md`` and ``bench/test_ui_bench.py``).
 """
@@ -11,12 +16,35 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Annotated, Literal
 
 from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.resources import FileResource
 from mcp_types import CallToolResult
 from pydantic import Field
 
+from loopkit import __version__
+from loopkit_ui.answers import (
+    AssertionAnswer,
+    PropertyAnswer,
+    ScreenshotAnswer,
+    TextAnswer,
+    TreeAnswer,
+    WindowList,
+)
+from loopkit_ui.app_tools import add_app_tools
 from loopkit_ui.assertions import TextMatch, check
-from loopkit_ui.backends.protocol import ClickMethod, Expectation, Locator, WaitCondition
+from loopkit_ui.backends.protocol import (
+    ActionResult,
+    ClickMethod,
+    ElementInfo,
+    Expectation,
+    Locator,
+    UIError,
+    WaitCondition,
+    WaitResult,
+)
+from loopkit_ui.outputs import PublishedFile
 from loopkit_ui.service import UIService, answer, render_tree
+from loopkit_ui.strict_arguments import refuse_unknown_arguments
+from loopkit_ui.tool_hints import hints
 
 if TYPE_CHECKING:
     from mcp.server.auth.provider import TokenVerifier
@@ -24,14 +52,16 @@ if TYPE_CHECKING:
 
 __all__ = ["TIMINGS", "build_server"]
 
-# Typical times measured with bench/ui_bench.py on the invoice app (Xvfb, 2 shared cores);
+# Typical times measured with bench/test_ui_bench.py (Xvfb, 2 shared cores, MCP over stdio);
 # they go into the tool descriptions so a model can plan. Keep them in step with the bench.
 TIMINGS = {
-    "click": "about 30 ms when the click has a visible effect (about 45 ms with diff; about "
-    "130 ms with method=action); about 300 ms when nothing happens, as it waits that long for "
-    "a first accessibility event",
+    "click": "about 30 ms when the click has a visible effect on a small app (the invoice "
+    "app, 35 nodes), about 40 ms with diff; on a 500-node tree about 90 ms, 110 with diff; "
+    "about 130 ms with method=action; about 300 ms when nothing happens, as it waits that long "
+    "for a first accessibility event",
     "read": "about 3 ms",
-    "tree": "about 10 ms for the invoice app (about 35 nodes), about 70 ms for 500 nodes",
+    "tree": "about 10 ms for 35 or 500 nodes (a copy kept current by the app's events; the "
+    "first call reads the whole tree, about 0.5 ms a node)",
     "type": "about 25 ms",
     "set_cell": "about 45 ms",
     "windows": "about 5 ms",
@@ -44,6 +74,8 @@ Target = Annotated[
 ]
 Row = Annotated[int | None, Field(description="table row (from 0) when target is a table")]
 Column = Annotated[int | None, Field(description="table column (from 0) with row")]
+CellRow = Annotated[int, Field(description="the cell's row, from 0 (headers excluded)")]
+CellColumn = Annotated[int, Field(description="the cell's column, from 0")]
 Window = Annotated[str | None, Field(description="only search this top-level window (id or title)")]
 Diff = Annotated[
     bool,
@@ -55,6 +87,18 @@ Appear = Annotated[
 ]
 Disappear = Annotated[list[str] | None, Field(description="ids/names that must disappear")]
 ExpectTimeout = Annotated[float, Field(gt=0, le=60, description="seconds for appear/disappear")]
+
+# What each answer is, for the SDK: the second argument of Annotated becomes the outputSchema
+# and the structuredContent of every non-error answer is validated against it.
+Windows = Annotated[CallToolResult, WindowList]
+Tree = Annotated[CallToolResult, TreeAnswer]
+Element = Annotated[CallToolResult, ElementInfo]
+Text = Annotated[CallToolResult, TextAnswer]
+Property = Annotated[CallToolResult, PropertyAnswer]
+Action = Annotated[CallToolResult, ActionResult]
+Assertion = Annotated[CallToolResult, AssertionAnswer]
+Waited = Annotated[CallToolResult, WaitResult]
+Screenshot = Annotated[CallToolResult, ScreenshotAnswer]
 
 _LOCATE = "Elements are found by id first, then by name; with row and column the target is a table."
 _ACTION_ANSWER = (
@@ -75,6 +119,26 @@ def _expect(
     return Expectation(appear=appear or [], disappear=disappear or [], timeout=timeout)
 
 
+def _serve_resources(server: MCPServer, service: UIService) -> None:
+    """Every file the service publishes becomes a resource of ``server`` (``resources/read``
+    serves it; over HTTP behind the same bearer token as the tools)."""
+
+    def publish(file: PublishedFile) -> None:
+        server.add_resource(
+            FileResource(
+                uri=file.uri,
+                name=file.name,
+                description=file.description,
+                mime_type=file.mime_type,
+                path=file.path.resolve(),
+            )
+        )
+
+    for file in service.outputs.published():
+        publish(file)
+    service.outputs.on_publish = publish
+
+
 def build_server(
     service: UIService,
     *,
@@ -85,79 +149,100 @@ def build_server(
     (the SDK's hooks) make its HTTP app require a bearer token."""
     server: MCPServer = MCPServer(
         name="loopkit-ui",
+        version=__version__,
         auth=auth,
         token_verifier=token_verifier,
+        warn_on_duplicate_resources=False,
         instructions=(
             "Drive the desktop application through its accessibility tree like a tester. Use ids "
             "from ui_tree (written to a file: read it). Every action reports windows opened and "
             "closed and the active dialog: answer dialogs before anything else."
         ),
     )
-    b = service.backend
+    _serve_resources(server, service)
     add = server.add_tool
 
     # -- read ----------------------------------------------------------------------------
 
-    async def ui_list_windows() -> CallToolResult:
-        return await service.call(lambda: {"windows": b.list_windows()})
+    async def ui_list_windows() -> Windows:
+        return await service.call(lambda: WindowList(windows=service.backend.list_windows()))
 
     add(
         ui_list_windows,
-        description=f"List the app's top-level windows, dialogs included "
-        f"(title, id, role, is_dialog, active). Typical time: {TIMINGS['windows']}.",
+        title="List windows",
+        annotations=hints("List windows", "read"),
+        description="List the app's top-level windows, dialogs, open menus, drop-downs and "
+        "tooltips included (title, id, role, kind: window/dialog/menu/popup/tooltip, "
+        f"is_dialog, modal, active). Typical time: {TIMINGS['windows']}.",
     )
 
     async def ui_tree(
         window: Window = None,
-        node_budget: Annotated[int, Field(ge=1, le=20000)] = 2000,
-        format: Literal["text", "json"] = "text",
-    ) -> CallToolResult:
-        def run() -> dict[str, object]:
-            snapshot = b.snapshot(window=window, node_budget=node_budget)
+        node_budget: Annotated[
+            int, Field(ge=1, le=20000, description="at most this many nodes (default 2,000)")
+        ] = 2000,
+        format: Annotated[
+            Literal["text", "json"],
+            Field(description="text: one node a line; json: the snapshot with every field"),
+        ] = "text",
+    ) -> Tree:
+        def run() -> TreeAnswer:
+            snapshot = service.backend.snapshot(window=window, node_budget=node_budget)
             suffix = ".txt" if format == "text" else ".json"
             path = service.next_path("tree", suffix)
             body = render_tree(snapshot) if format == "text" else snapshot.model_dump_json()
             path.write_text(body, encoding="utf-8")
-            with_ids = sum(1 for n in snapshot.nodes if n.id)
-            return {
-                "path": str(path),
-                "nodes": len(snapshot.nodes),
-                "with_ids": with_ids,
-                "truncated": snapshot.truncated,
-                "ms": snapshot.ms,
-            }
+            file = service.outputs.publish(path, "an accessibility tree")
+            return TreeAnswer(
+                path=str(path),
+                uri=file.uri,
+                mime_type=file.mime_type,
+                nodes=len(snapshot.nodes),
+                with_ids=sum(1 for n in snapshot.nodes if n.id),
+                truncated=snapshot.truncated,
+                ms=snapshot.ms,
+            )
 
         return await service.call(run)
 
     add(
         ui_tree,
+        title="Write the accessibility tree",
+        annotations=hints("Write the accessibility tree", "read"),
         description="Write the accessibility tree (one node a line: role 'name' #id "
-        "[states] = text) to a file and answer with its path, node count and whether the node "
-        f"budget cut it. Read the file for ids. Typical time: {TIMINGS['tree']}.",
+        "[states] = text) to a file and answer with its path (and its resource uri), node count "
+        "and whether the node budget cut it. Read the file for ids. Typical time: "
+        f"{TIMINGS['tree']}.",
     )
 
     async def ui_get_element(
         target: Target, row: Row = None, column: Column = None, window: Window = None
-    ) -> CallToolResult:
-        return await service.call(lambda: b.get_element(_loc(target, row, column, window)))
+    ) -> Element:
+        return await service.call(
+            lambda: service.backend.get_element(_loc(target, row, column, window))
+        )
 
     add(
         ui_get_element,
+        title="Read an element",
+        annotations=hints("Read an element", "read"),
         description="Read one element live: id, name, role, states, text, value, "
         f"bounds, enabled, visible, window. {_LOCATE} Typical time: {TIMINGS['read']}.",
     )
 
     async def ui_get_text(
         target: Target, row: Row = None, column: Column = None, window: Window = None
-    ) -> CallToolResult:
-        def run() -> str:
-            info = b.get_element(_loc(target, row, column, window))
-            return info.text if info.text is not None else info.name
+    ) -> Text:
+        def run() -> TextAnswer:
+            info = service.backend.get_element(_loc(target, row, column, window))
+            return TextAnswer(text=info.text if info.text is not None else info.name)
 
         return await service.call(run)
 
     add(
         ui_get_text,
+        title="Read an element's text",
+        annotations=hints("Read an element's text", "read"),
         description="The text of an element (a label's text, a field's content, a "
         f"cell's text). {_LOCATE} Typical time: {TIMINGS['read']}.",
     )
@@ -168,25 +253,29 @@ def build_server(
         row: Row = None,
         column: Column = None,
         window: Window = None,
-    ) -> CallToolResult:
+    ) -> Property:
         return await service.call(
-            lambda: {
-                "property": property,
-                "value": b.get_property(_loc(target, row, column, window), property),
-            }
+            lambda: service.read_property(_loc(target, row, column, window), property)
         )
 
     add(
         ui_get_property,
-        description="One property of an element by name (an element field or "
-        f"a toolkit attribute). Typical time: {TIMINGS['read']}.",
+        title="Read one property",
+        annotations=hints("Read one property", "read"),
+        description="One property of an element by name (an element field or a toolkit "
+        "attribute), as a typed JSON value: enabled is true/false, bounds [x, y, w, h], states "
+        f"a list; null when the element has no such value. Typical time: {TIMINGS['read']}.",
     )
 
-    async def ui_get_cell(table: Target, row: int, column: int) -> CallToolResult:
-        return await service.call(lambda: b.get_element(_loc(table, row, column, None)))
+    async def ui_get_cell(table: Target, row: CellRow, column: CellColumn) -> Element:
+        return await service.call(
+            lambda: service.backend.get_element(_loc(table, row, column, None))
+        )
 
     add(
         ui_get_cell,
+        title="Read a table cell",
+        annotations=hints("Read a table cell", "read"),
         description="Read the cell at row/column (from 0, headers excluded) of the "
         f"table with this id. Typical time: {TIMINGS['read']}.",
     )
@@ -210,10 +299,10 @@ def build_server(
             expect_appear: Appear = None,
             expect_disappear: Disappear = None,
             expect_timeout: ExpectTimeout = 3.0,
-        ) -> CallToolResult:
+        ) -> Action:
             expectation = _expect(expect_appear, expect_disappear, expect_timeout)
             return await service.call(
-                lambda: b.click(
+                lambda: service.backend.click(
                     _loc(target, row, column, window),
                     button=button,  # type: ignore[arg-type]
                     count=count,
@@ -233,6 +322,8 @@ def build_server(
         add(
             tool,
             name=name,
+            title=f"{what} an element",
+            annotations=hints(f"{what} an element", "act"),
             description=f"{what} an element like a user and wait for the "
             f"effect (accessibility events, or expect_appear/expect_disappear). {_LOCATE} "
             f"{_ACTION_ANSWER} Typical time: {TIMINGS['click']}.",
@@ -244,28 +335,34 @@ def build_server(
 
     async def ui_hover(
         target: Target, row: Row = None, column: Column = None, window: Window = None
-    ) -> CallToolResult:
-        return await service.call(lambda: b.hover(_loc(target, row, column, window)))
+    ) -> Action:
+        return await service.call(lambda: service.backend.hover(_loc(target, row, column, window)))
 
     add(
         ui_hover,
+        title="Hover over an element",
+        annotations=hints("Hover over an element", "harmless"),
         description=f"Move the mouse over an element. {_ACTION_ANSWER} Typical time: "
         f"{TIMINGS['click']}.",
     )
 
     async def ui_type_text(
         target: Target,
-        text: str,
+        text: Annotated[str, Field(description="the text to type, as a user would")],
         clear: Annotated[bool, Field(description="replace the content (default) or append")] = True,
         window: Window = None,
         diff: Diff = False,
-    ) -> CallToolResult:
+    ) -> Action:
         return await service.call(
-            lambda: b.type_text(_loc(target, None, None, window), text, clear=clear, diff=diff)
+            lambda: service.backend.type_text(
+                _loc(target, None, None, window), text, clear=clear, diff=diff
+            )
         )
 
     add(
         ui_type_text,
+        title="Type into a field",
+        annotations=hints("Type into a field", "act"),
         description="Focus a text field and type text with the keyboard, then "
         "read it back (success false and detail when the field shows something else). For table "
         f"cells use ui_set_cell. {_ACTION_ANSWER} Typical time: {TIMINGS['type']}.",
@@ -276,62 +373,100 @@ def build_server(
         target: Annotated[str | None, Field(description="focus this element first")] = None,
         window: Window = None,
         diff: Diff = False,
-    ) -> CallToolResult:
+    ) -> Action:
         locator = _loc(target, None, None, window) if target else None
-        return await service.call(lambda: b.press_keys(keys, locator=locator, diff=diff))
+        return await service.call(
+            lambda: service.backend.press_keys(keys, locator=locator, diff=diff)
+        )
 
     add(
         ui_press_keys,
+        title="Press keys",
+        annotations=hints("Press keys", "act"),
         description="Press keys or key combinations (space separated) on the "
         f"focused element or on target. {_ACTION_ANSWER} Typical time: {TIMINGS['type']}.",
     )
 
     async def ui_select_item(
         target: Target,
-        item: Annotated[str, Field(description="the item's name, or '#N' for index N")],
+        item: Annotated[
+            str,
+            Field(
+                description="the item's name, or '#N' for the item at index N counting from 0; "
+                "on a table '#N' is data row N (headers excluded, as row counts everywhere)"
+            ),
+        ],
         window: Window = None,
         diff: Diff = False,
-    ) -> CallToolResult:
+    ) -> Action:
         return await service.call(
-            lambda: b.select_item(_loc(target, None, None, window), item, diff=diff)
+            lambda: service.backend.select_item(_loc(target, None, None, window), item, diff=diff)
         )
 
     add(
         ui_select_item,
+        title="Select an item",
+        annotations=hints("Select an item", "act"),
         description="Select an item of a list, tab list or combo box. "
         f"{_ACTION_ANSWER} Typical time: {TIMINGS['click']}.",
     )
 
     async def ui_drag_and_drop(
-        source: Target, target: Target, window: Window = None, diff: Diff = False
-    ) -> CallToolResult:
+        source: Annotated[str, Field(description="the element to drag (id or name)")],
+        target: Annotated[str, Field(description="the element to drop it on (id or name)")],
+        window: Window = None,
+        diff: Diff = False,
+    ) -> Action:
         return await service.call(
-            lambda: b.drag_and_drop(
+            lambda: service.backend.drag_and_drop(
                 _loc(source, None, None, window), _loc(target, None, None, window), diff=diff
             )
         )
 
     add(
         ui_drag_and_drop,
+        title="Drag and drop",
+        annotations=hints("Drag and drop", "act"),
         description="Drag source onto target with the mouse. "
         f"{_ACTION_ANSWER} Typical time: about 150 ms.",
     )
 
     async def ui_set_cell(
-        table: Target, row: int, column: int, text: str, diff: Diff = False
-    ) -> CallToolResult:
+        table: Target,
+        row: CellRow,
+        column: CellColumn,
+        text: Annotated[str, Field(description="the cell's new text")],
+        diff: Diff = False,
+    ) -> Action:
         return await service.call(
-            lambda: b.set_cell(_loc(table, row, column, None), text, diff=diff)
+            lambda: service.backend.set_cell(_loc(table, row, column, None), text, diff=diff)
         )
 
     add(
         ui_set_cell,
+        title="Edit a table cell",
+        annotations=hints("Edit a table cell", "act"),
         description="Edit a table cell like a user (double-click, type, Enter) and "
         "read it back: success false with detail when the cell did not take the text (e.g. a "
         f"read-only column). {_ACTION_ANSWER} Typical time: {TIMINGS['set_cell']}.",
     )
 
     # -- assert --------------------------------------------------------------------------
+
+    async def _assert(
+        locator: Locator, what: str, expected: str | bool, match: TextMatch
+    ) -> CallToolResult:
+        if (death := service.app_death()) is not None:
+            return answer(f"AppNotFoundError: {death}", error=True)
+        try:
+            result = await service.run(
+                lambda: check(service.backend, locator, what, expected=expected, match=match)  # type: ignore[arg-type]
+            )
+        except UIError as error:
+            return await service.error_answer(error)
+        except ValueError as error:  # bad input: answer it
+            return answer(f"{type(error).__name__}: {error}", error=True)
+        return answer(AssertionAnswer.of(result), error=not result.passed)
 
     def _asserter(name: str, what: str) -> None:
         async def tool(
@@ -340,31 +475,21 @@ def build_server(
             row: Row = None,
             column: Column = None,
             window: Window = None,
-        ) -> CallToolResult:
+        ) -> Assertion:
             return await _assert(_loc(target, row, column, window), what, expected, "equals")
 
         tool.__name__ = name
         claim = "exists" if what == "exists" else f"is {what}"
+        title = f"Assert an element {claim}"
         add(
             tool,
             name=name,
+            title=title,
+            annotations=hints(title, "read"),
             description=f"Assert that an element {claim} (or not, with "
             "expected=false). An error answer means the assertion failed; it shows the actual "
             f"state. Typical time: {TIMINGS['read']}.",
         )
-
-    async def _assert(
-        locator: Locator, what: str, expected: str | bool, match: TextMatch
-    ) -> CallToolResult:
-        try:
-            result = await service.run(
-                lambda: check(b, locator, what, expected=expected, match=match)  # type: ignore[arg-type]
-            )
-        except Exception as error:  # a UIError or bad input: answer it
-            return answer(f"{type(error).__name__}: {error}", error=True)
-        body = result.model_dump(mode="json")
-        body["message"] = result.message()
-        return answer(body, error=not result.passed)
 
     _asserter("ui_assert_exists", "exists")
     _asserter("ui_assert_visible", "visible")
@@ -373,18 +498,21 @@ def build_server(
     def _text_asserter(name: str, what: str) -> None:
         async def tool(
             target: Target,
-            expected: str,
+            expected: Annotated[str, Field(description="the value or text to compare with")],
             match: Annotated[TextMatch, Field(description="equals, contains or regex")] = "equals",
             row: Row = None,
             column: Column = None,
             window: Window = None,
-        ) -> CallToolResult:
+        ) -> Assertion:
             return await _assert(_loc(target, row, column, window), what, expected, match)
 
         tool.__name__ = name
+        title = f"Assert an element's {what}"
         add(
             tool,
             name=name,
+            title=title,
+            annotations=hints(title, "read"),
             description=f"Assert the {what} of an element (equals, contains or "
             f"regex). An error answer means the assertion failed and shows the actual {what}. "
             f"Typical time: {TIMINGS['read']}.",
@@ -399,19 +527,23 @@ def build_server(
         target: Target,
         condition: Annotated[WaitCondition, Field(description="what to wait for")],
         value: Annotated[str | None, Field(description="for value/text conditions")] = None,
-        timeout: Annotated[float, Field(gt=0, le=120)] = 5.0,  # noqa: ASYNC109 - a tool argument
+        timeout: Annotated[  # noqa: ASYNC109 - a tool argument
+            float, Field(gt=0, le=120, description="seconds to wait at most (default 5)")
+        ] = 5.0,
         row: Row = None,
         column: Column = None,
         window: Window = None,
-    ) -> CallToolResult:
+    ) -> Waited:
         locator = _loc(target, row, column, window)
         return await service.call(
-            lambda: b.wait_for(locator, condition, value=value, timeout=timeout),
+            lambda: service.backend.wait_for(locator, condition, value=value, timeout=timeout),
             limit=timeout + service.call_timeout,
         )
 
     add(
         ui_wait_for,
+        title="Wait for an element",
+        annotations=hints("Wait for an element", "read"),
         description="Wait until an element appears, disappears, becomes enabled/"
         "disabled/visible, or its value/text equals value. Driven by accessibility events; "
         "answers success false with the actual state on timeout.",
@@ -420,23 +552,30 @@ def build_server(
     async def ui_screenshot(
         target: Annotated[str | None, Field(description="only this element")] = None,
         window: Window = None,
-    ) -> CallToolResult:
+    ) -> Screenshot:
         locator = _loc(target, None, None, window) if target else None
 
-        def run() -> dict[str, str]:
+        def run() -> ScreenshotAnswer:
             path = service.next_path("screenshot", ".png")  # created 0600, then written into
             try:
-                return {"path": b.screenshot(str(path), locator=locator)}
+                written = service.backend.screenshot(str(path), locator=locator)
             except BaseException:
                 path.unlink(missing_ok=True)  # no empty file left by a failed screenshot
                 raise
+            file = service.outputs.publish(path, "a screenshot")
+            return ScreenshotAnswer(path=written, uri=file.uri, mime_type=file.mime_type)
 
         return await service.call(run)
 
     add(
         ui_screenshot,
+        title="Take a screenshot",
+        annotations=hints("Take a screenshot", "read"),
         description="Save a PNG of the screen or of one element to a file; "
-        f"answers with the path only. Typical time: {TIMINGS['screenshot']}.",
+        "answers with its path (and its resource uri, for a client on another machine). "
+        f"Typical time: {TIMINGS['screenshot']}.",
     )
 
+    add_app_tools(server, service)
+    refuse_unknown_arguments(server)
     return server

@@ -83,13 +83,23 @@ def running_app(
 
 
 class ToolAnswer:
-    """One tool answer: ``error`` flag, raw ``text``, ``data`` (parsed JSON or None) and the
-    round-trip time ``ms`` measured at the client."""
+    """One tool answer: ``error`` flag, raw ``text``, ``data`` (parsed JSON or None), the
+    round-trip time ``ms`` measured at the client, the ``structured`` content (None when the
+    answer has none) and the URIs of its resource ``links``."""
 
-    def __init__(self, error: bool, text: str, ms: float) -> None:
+    def __init__(
+        self,
+        error: bool,
+        text: str,
+        ms: float,
+        structured: Any = None,
+        links: Sequence[str] = (),
+    ) -> None:
         self.error = error
         self.text = text
         self.ms = ms
+        self.structured = structured
+        self.links = list(links)
         try:
             self.data: Any = json.loads(text)
         except ValueError:
@@ -159,7 +169,17 @@ class UIServerClient:
         result = future.result(self.timeout)
         ms = (time.perf_counter() - start) * 1000
         text = "".join(getattr(block, "text", "") for block in result.content)
-        return ToolAnswer(bool(result.is_error), text, ms)
+        links = [str(b.uri) for b in result.content if getattr(b, "type", "") == "resource_link"]
+        return ToolAnswer(bool(result.is_error), text, ms, result.structured_content, links)
+
+    def read_resource(self, uri: str) -> Any:
+        """``resources/read``: the contents (``mcp_types`` text or blob resource contents)."""
+        future = asyncio.run_coroutine_threadsafe(self._client.read_resource(uri), self._loop)
+        return list(future.result(self.timeout).contents)
+
+    def server_info(self) -> Any:
+        """The server's ``serverInfo`` from the handshake (name, version)."""
+        return self._client.server_info
 
     def close(self) -> None:
         """Close the session (the server process exits) and stop the loop thread."""

@@ -20,6 +20,7 @@ from loopkit_ui.backends.protocol import (
     ElementNotFoundError,
     Expectation,
     Locator,
+    TreeNode,
     UIError,
 )
 from loopkit_ui.session import HeadlessDesktop
@@ -230,3 +231,36 @@ def test_a_window_that_opens_and_closes_within_one_action_is_reported(
         assert [w.split(" #")[0] for w in result.windows.opened] == ["Blink"], result.windows
         assert result.windows.closed == result.windows.opened
     assert [w.title for w in backend.list_windows()] == ["Mini App"]
+
+
+def _shown(nodes: list[TreeNode]) -> list[tuple[object, ...]]:
+    return [(n.key, n.parent, n.depth, n.role, n.name, n.id, n.states, n.text) for n in nodes]
+
+
+def test_the_mirror_follows_changes_from_events_and_matches_a_full_read(
+    backend: AtspiBackend,
+) -> None:
+    """The tree the lookups, ui_tree and the diff read is kept current from events: after rows
+    are added, text typed and a list reordered it equals a fresh bulk read, without reading the whole tree again;
+    and text typed into one field costs a handful of calls to follow, where a whole read costs
+    about four a node."""
+    nodes = backend.snapshot().nodes
+    assert backend.mirror.complete
+    backend.click(L("AddRowButton"), diff=True)
+    backend.type_text(L("NameInput"), "mirror")
+    backend.click(L("AddRowButton"), diff=True)
+    assert backend.drag_and_drop(L("first"), L("third")).success  # the list's order changes
+    time.sleep(0.5)  # late events (focus, the row's cells) arrive before the comparison
+    report = backend.mirror.sync()
+    assert not report.full, report
+    mirrored = backend.mirror.tree()[0]
+    direct, truncated = backend.reader.read(budget=5000)
+    assert not truncated
+    assert _shown(mirrored) == _shown([n.to_tree_node() for n in direct])
+    assert len(mirrored) == len(nodes) + 2 * 3  # two rows of three cells
+    # Text typed into one field: the mirror reads that field again (and the focus), nothing else.
+    backend.type_text(L("NameInput"), "again")
+    time.sleep(0.3)
+    backend.mirror.sync()
+    last = backend.mirror.last
+    assert not last.full and last.calls < 10, last

@@ -1,25 +1,26 @@
 """The Linux backend: AT-SPI over D-Bus, with synthesized input and event-driven confirmation.
 
-Every action follows one pattern (:meth:`AtspiBackend._act`): note the top-level windows (and,
-with ``diff``, the tree), deliver the input, wait for the application's accessibility events to
-start and then settle (or for the caller's expectation), then report windows opened/closed, the
-active dialog and the diff. Clicks go through synthesized input at the element's centre by
-default; ``method="action"`` uses the accessible action ("Press", ~100 ms slower in Qt).
+Every action follows one pattern (:meth:`~loopkit_ui.backends.atspi_actions.AtspiActions._act`):
+note the top-level windows (and, with ``diff``, the tree), deliver the input, wait for the
+application's accessibility events to start and then settle (or for the caller's expectation),
+then report windows opened/closed, the active dialog and the diff. Clicks go through synthesized
+input at the element's centre by default; ``method="action"`` uses the accessible action
+("Press", ~100 ms slower in Qt).
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 
 from loopkit_ui.backends import atspi_constants as C
-from loopkit_ui.backends.atspi_core import AtspiCore, a11y_bus_address
+from loopkit_ui.backends.atspi_actions import AtspiActions
+from loopkit_ui.backends.atspi_core import a11y_bus_address
 from loopkit_ui.backends.atspi_input import parse_keys
 from loopkit_ui.backends.atspi_tree import TEXT_ROLES
+from loopkit_ui.backends.lookup import changed_content
 from loopkit_ui.backends.protocol import (
     ActionResult,
     ClickMethod,
-    ElementDisabledError,
     ElementNotFoundError,
     ElementVanishedError,
     Expectation,
@@ -29,204 +30,15 @@ from loopkit_ui.backends.protocol import (
     UIError,
     WaitCondition,
     WaitResult,
-    WindowReport,
 )
-from loopkit_ui.diff import diff_trees
 
 __all__ = ["AtspiBackend", "a11y_bus_address"]
 
 _PRESS_ACTIONS = ("press", "click", "activate", "toggle", "jump", "open")
 
 
-class AtspiBackend(AtspiCore):
+class AtspiBackend(AtspiActions):
     """AT-SPI backend (Linux). Configure the application by ``app_name`` or ``pid``."""
-
-    # -- the action pattern ------------------------------------------------------------------
-
-    def _act(
-        self,
-        action: str,
-        label: str,
-        perform: Callable[[], str | None],
-        *,
-        expect: Expectation | None = None,
-        diff: bool = False,
-        verify: Callable[[], tuple[bool, str]] | None = None,
-        verify_timeout: float = 2.0,
-    ) -> ActionResult:
-        # The clock started when the operation began (lookup included): answers report the
-        # whole cost of the call.
-        start = self._op_start
-        monitor = self.monitor
-        # The same visible-window read as "after" (a hidden top-level window is in neither), and
-        # with titles: a window that closes is named as it was, not by its object path.
-        before_info = dict(self._op_windows if self._op_windows is not None else self._windows())
-        before_windows = set(before_info)
-        before_nodes = self._read_nodes()[0] if diff else None
-        seq = monitor.seq
-        refused = perform()
-        success, effect, detail = True, "", None
-        if refused is not None:
-            # perform() could not carry the action out; the string says why.
-            success, effect, detail = False, "not carried out", refused
-        elif expect is not None and (expect.appear or expect.disappear):
-            success, effect = self._await_expectation(expect)
-        elif verify is not None:
-            ok: list[tuple[bool, str]] = []
-
-            def check() -> bool:
-                ok[:] = [verify()]
-                return ok[0][0]
-
-            success = monitor.wait_until(check, timeout=verify_timeout)
-            effect = "confirmed by reading back" if success else "not confirmed"
-            detail = ok[0][1] if ok else None
-        else:
-            events = monitor.wait_settled(
-                seq, first=self.settle_first, quiet=self.settle_quiet, cap=self.settle_cap
-            )
-            effect = (
-                f"{len(events)} accessibility events, then quiet"
-                if events
-                else f"no accessibility event within {self.settle_first * 1000:.0f} ms "
-                "(the action may have had no effect)"
-            )
-        windows = self._windows()
-        after = {path for path, _ in windows}
-        titles = {path: self._window_label(info) for path, info in windows}
-        opened = [titles[p] for p in after - before_windows]
-        closed = [p for p in before_windows - after]
-        # Windows that opened and closed again during the action show up only as events; their
-        # label comes from the lookup index when a read saw them open (same "title #id" form).
-        transient = {
-            e.path: self._transient_label(e.path, e.window_title)
-            for e in monitor.since(seq)
-            if e.kind in ("Window:Activate", "Window:Create")
-            and e.path not in after
-            and e.path not in before_windows
-        }
-        opened += list(transient.values())
-        closed_labels = [self._window_label(before_info[p]) for p in closed]
-        closed_labels += list(transient.values())
-        dialogs = [info for _, info in windows if info.is_dialog]
-        active = next((d for d in dialogs if d.active), dialogs[-1] if dialogs else None)
-        tree_diff = diff_trees(before_nodes, self._read_nodes()[0]) if before_nodes else None
-        return ActionResult(
-            success=success,
-            id=label,
-            action=action,
-            ms=round((time.perf_counter() - start) * 1000, 1),
-            effect=effect,
-            active_dialog=self._window_label(active) if active else None,
-            windows=WindowReport(count=len(windows), opened=opened, closed=closed_labels),
-            diff=tree_diff,
-            detail=detail,
-        )
-
-    def _transient_label(self, path: str, title: str | None = None) -> str:
-        if self._index is not None and path in self._index.by_key:
-            node = self._index.by_key[path]
-            return node.name + (f" #{node.id}" if node.id else "")
-        return title or path.rsplit("/", 1)[-1]
-
-    def _await_expectation(self, expect: Expectation) -> tuple[bool, str]:
-        missing: list[str] = []
-
-        def present(target: str) -> bool:
-            try:
-                node = self._find(Locator(target=target))
-            except ElementNotFoundError:
-                return False
-            return "hidden" not in self._tree_node_states(node)
-
-        def check() -> bool:
-            missing[:] = [t for t in expect.appear if not present(t)]
-            missing.extend(f"{t} (still there)" for t in expect.disappear if present(t))
-            return not missing
-
-        if self.monitor.wait_until(check, timeout=expect.timeout):
-            return True, "expected elements appeared/disappeared"
-        return False, f"expectation not met after {expect.timeout:g} s: {', '.join(missing)}"
-
-    def _tree_node_states(self, node: TreeNode) -> list[str]:
-        from loopkit_ui.backends.atspi_tree import visible_states
-
-        try:
-            return visible_states(self.reader.states(node.key))
-        except ElementVanishedError:
-            return ["hidden"]
-
-    # -- targets -----------------------------------------------------------------------------
-
-    def _target(self, locator: Locator, *, need_enabled: bool = True) -> tuple[TreeNode, str]:
-        """Resolve, check it is usable, and return the node and its label for answers."""
-        node = self._find(locator)
-        try:
-            states = self.reader.states(node.key)
-        except ElementVanishedError:
-            node = self._refind(locator)
-            states = self.reader.states(node.key)
-        label = locator.describe()
-        if need_enabled and "enabled" not in states and "sensitive" not in states:
-            raise ElementDisabledError(f"{label} is disabled; it cannot be used now")
-        self._check_modal(node, label)
-        return node, label
-
-    def _check_modal(self, node: TreeNode, label: str) -> None:
-        """Refuse input to a window behind a modal dialog: a user could not do it either, and
-        a click there might land on the dialog. Qt reports no "modal" state, so message boxes
-        (role alert, always modal in Qt) count as modal, and so does any dialog covering the
-        element's centre."""
-        windows = self._windows()
-        self._op_windows = windows
-        dialogs = [(p, w) for p, w in windows if w.is_dialog]
-        if not dialogs:
-            return
-        top = self._window_path_of(node)
-        if top is None or any(top == p for p, _ in dialogs):
-            return
-        point = self._center(node, label)
-        for _path, info in reversed(dialogs):
-            covered = point is not None and info.bounds is not None and _inside(point, info.bounds)
-            if info.modal or info.role == "alert" or covered:
-                raise UIError(
-                    f"{label} is behind the open dialog {self._window_label(info)!r}; "
-                    "answer or close the dialog first"
-                )
-
-    def _window_path_of(self, node: TreeNode) -> str | None:
-        key = node.parent if node.role == "table cell" and node.parent else node.key
-        window = self._window_of(key)
-        return window.key if window is not None else None
-
-    def _center(self, node: TreeNode, label: str) -> tuple[int, int] | None:
-        try:
-            x, y, w, h = self.reader.extents(node.key)
-        except (UIError, Exception):
-            return None
-        if w <= 0 or h <= 0 or x < 0 or y < 0:
-            return None
-        return x + w // 2, y + h // 2
-
-    def _role_of(self, path: str) -> str | None:
-        try:
-            return C.role_name(self.reader.call(path, C.ACCESSIBLE, "GetRole")[0])
-        except UIError:
-            return None
-
-    def _do_action(self, node: TreeNode, label: str, preferred: tuple[str, ...]) -> str:
-        count = self.reader.call(node.key, C.PROPERTIES, "Get", "ss", (C.ACTION, "NActions"))[0]
-        names = [
-            self.reader.call(node.key, C.ACTION, "GetName", "i", (i,))[0] for i in range(count)
-        ]
-        for wanted in preferred:
-            for i, name in enumerate(names):
-                if name.lower() == wanted:
-                    self.reader.call(node.key, C.ACTION, "DoAction", "i", (i,))
-                    return name
-        raise UIError(
-            f"{label} offers no {'/'.join(preferred)} action (it has: {', '.join(names) or 'none'})"
-        )
 
     # -- actions -----------------------------------------------------------------------------
 
@@ -357,26 +169,20 @@ class AtspiBackend(AtspiCore):
         return self._guarded(run)
 
     def select_item(self, locator: Locator, item: str, *, diff: bool = False) -> ActionResult:
-        """Select a child of a list, tab list or combo box by name (or index, ``"#2"``)."""
+        """Select an item of a list, tab list, combo box or table by name, or by number:
+        ``"#N"`` is the item at index N counting from 0 (on a table: data row N, headers
+        excluded, as ``row`` counts everywhere). A combo box is opened and the item clicked;
+        a table row is selected by clicking its first cell."""
 
         def run() -> ActionResult:
             node, label = self._target(locator)
-            children = self.reader.call(node.key, C.ACCESSIBLE, "GetChildren")[0]
-            names = [
-                self.reader.call(p, C.PROPERTIES, "Get", "ss", (C.ACCESSIBLE, "Name"))[0]
-                for _, p in children
-            ]
-            if item.startswith("#") and item[1:].isdigit():
-                index = int(item[1:])
-            elif item in names:
-                index = names.index(item)
-            else:
-                raise ElementNotFoundError(
-                    f"{label} has no item {item!r}; items: {', '.join(map(repr, names[:30]))}"
-                )
-            if not 0 <= index < len(children):
-                raise ElementNotFoundError(f"{label} has {len(children)} items; no index {index}")
-            child = TreeNode(key=children[index][1], parent=node.key, depth=0, role="list item")
+            if node.role in ("table", "tree table"):
+                return self._select_row(node, label, item, diff)
+            if node.role == "combo box":
+                return self._select_in_combo(node, label, item, diff)
+            children = [p for _, p in self.reader.call(node.key, C.ACCESSIBLE, "GetChildren")[0]]
+            index, names = self._pick(children, label, item)
+            child = TreeNode(key=children[index], parent=node.key, depth=0, role="list item")
             point = self._center(child, label)
             states = self.reader.states(child.key)
 
@@ -396,10 +202,112 @@ class AtspiBackend(AtspiCore):
 
         return self._guarded(run)
 
+    def _names(self, paths: list[str]) -> list[str]:
+        t = self.reader.t
+        replies = self.reader.client.call_many([(t.name, p) for p in paths], timeout=self.timeout)
+        return ["" if isinstance(r, Exception) else str(r[0]) for r in replies]
+
+    def _pick(self, items: list[str], label: str, item: str) -> tuple[int, list[str]]:
+        """The index of ``item`` (a name, or ``#N`` from 0) among ``items``, and their names."""
+        names = self._names(items)
+        if item.startswith("#") and item[1:].isdigit():
+            index = int(item[1:])
+            if index >= len(items):
+                raise ElementNotFoundError(
+                    f"{label} has {len(items)} items; no item #{index} (items count from 0)"
+                )
+            return index, names
+        if item in names:
+            return names.index(item), names
+        raise ElementNotFoundError(
+            f"{label} has no item {item!r}; items: {', '.join(map(repr, names[:30]))}"
+        )
+
+    def _select_row(self, table: TreeNode, label: str, item: str, diff: bool) -> ActionResult:
+        rows = self.reader.call(table.key, C.PROPERTIES, "Get", "ss", (C.TABLE, "NRows"))[0]
+        if item.startswith("#") and item[1:].isdigit():
+            row = int(item[1:])
+            if row >= rows:
+                raise ElementNotFoundError(
+                    f"{label} has {rows} rows; no row #{row} (rows count from 0, headers excluded)"
+                )
+        else:
+            children = [p for _, p in self.reader.call(table.key, C.ACCESSIBLE, "GetChildren")[0]]
+            names = self._names(children)
+            cells = [
+                position
+                for path, name in zip(children, names, strict=True)
+                if name == item and (position := self.reader.cell_position(table.key, path))
+            ]
+            if not cells:
+                raise ElementNotFoundError(f"{label} has no cell named {item!r} in any row")
+            row = cells[0][0]
+        cell = TreeNode(
+            key=self.reader.cell(table.key, row, 0), parent=table.key, depth=0, role="table cell"
+        )
+        name = self._names([cell.key])[0]
+        point = self._center(cell, label)
+
+        def perform() -> None:
+            if point is not None and "showing" in self.reader.states(cell.key):
+                self.input.click(*point)
+            else:
+                self.reader.call(table.key, C.TABLE, "AddRowSelection", "i", (row,))
+
+        def verify() -> tuple[bool, str]:
+            selected = "selected" in self.reader.states(cell.key)
+            return selected, f"row {row} {name!r} selected: {selected}"
+
+        return self._act(
+            f"select_item row {row} {name!r}", label, perform, diff=diff, verify=verify
+        )
+
+    def _select_in_combo(self, combo: TreeNode, label: str, item: str, diff: bool) -> ActionResult:
+        """Open the drop-down (a click on the combo box), click the item, read the value."""
+        t = self.reader.t
+        children = [p for _, p in self.reader.call(combo.key, C.ACCESSIBLE, "GetChildren")[0]]
+        roles = self.reader.client.call_many([(t.role, p) for p in children], timeout=self.timeout)
+        lists = [
+            p
+            for p, r in zip(children, roles, strict=True)
+            if not isinstance(r, Exception) and C.role_name(r[0]) in ("list", "list box", "menu")
+        ]
+        if not lists:
+            raise UIError(f"{label} is a combo box without a drop-down list to choose from")
+        items = [p for _, p in self.reader.call(lists[0], C.ACCESSIBLE, "GetChildren")[0]]
+        index, names = self._pick(items, label, item)
+        wanted = TreeNode(key=items[index], parent=lists[0], depth=0, role="list item")
+        opener = self._center(combo, label)
+
+        def showing() -> bool:
+            # Qt reports the items as showing even when the drop-down is shut; the list is not.
+            return "showing" in self.reader.states(lists[0])
+
+        def perform() -> str | None:
+            if not showing():
+                if opener is None:
+                    return f"{label} is not on screen; its drop-down cannot be opened"
+                self.input.click(*opener)
+                if not self.monitor.wait_until(showing, timeout=1.5, recheck=0.02):
+                    return f"the drop-down of {label} did not show {names[index]!r}"
+            point = self._center(wanted, label)
+            if point is None:
+                return f"{names[index]!r} in the drop-down of {label} is not on screen"
+            self.input.click(*point)
+            return None
+
+        def verify() -> tuple[bool, str]:
+            now = self.reader.element(combo.key).name
+            return now == names[index], f"{label} shows {now!r}"
+
+        return self._act(f"select_item {names[index]!r}", label, perform, diff=diff, verify=verify)
+
     def drag_and_drop(
         self, source: Locator, target: Locator, *, diff: bool = False
     ) -> ActionResult:
-        """Press on ``source``, move to ``target`` in steps, release."""
+        """Press on ``source``, move to ``target`` in steps, release. A drop that changed
+        nothing in the tree (nothing moved, appeared, disappeared or changed; focus and
+        selection do not count) is reported as not taken: success false."""
 
         def run() -> ActionResult:
             src, src_label = self._target(source)
@@ -421,7 +329,16 @@ class AtspiBackend(AtspiCore):
                 time.sleep(0.02)
                 self.input.release(*end)
 
-            return self._act("drag_and_drop", f"{src_label} -> {dst_label}", perform, diff=diff)
+            result = self._act("drag_and_drop", f"{src_label} -> {dst_label}", perform, diff=True)
+            if result.success and result.diff is not None and not changed_content(result.diff):
+                result.success = False
+                result.detail = (
+                    f"the drop changed nothing: no element moved, appeared, disappeared or "
+                    f"changed (only focus or selection); {dst_label} may not take this drop"
+                )
+            if not diff:
+                result.diff = None
+            return result
 
         return self._guarded(run)
 
@@ -548,8 +465,3 @@ class AtspiBackend(AtspiCore):
         image = ImageGrab.grab(bbox=box, xdisplay=self.display)
         image.save(path, "PNG")
         return path
-
-
-def _inside(point: tuple[int, int], bounds: tuple[int, int, int, int]) -> bool:
-    x, y, w, h = bounds
-    return x <= point[0] < x + w and y <= point[1] < y + h

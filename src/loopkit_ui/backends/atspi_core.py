@@ -1,5 +1,6 @@
-"""The AT-SPI backend's core: the bus connection, finding the application, the lookup index,
-top-level windows and the read operations. Actions live in ``atspi.py`` on top of this."""
+"""The AT-SPI backend's core: the bus connection, finding the application, the tree mirror
+(with the open popups), top-level windows and the read operations. The action pattern lives in
+``atspi_actions.py`` on top of this, the actions in ``atspi.py``."""
 
 from __future__ import annotations
 
@@ -7,16 +8,18 @@ import os
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
 from loopkit_ui.backends import atspi_constants as C
 from loopkit_ui.backends.atspi_events import EventMonitor, register_listeners
 from loopkit_ui.backends.atspi_input import InputSynth
-from loopkit_ui.backends.atspi_tree import DIALOG_ROLES, AppRef, RawNode, TreeReader
+from loopkit_ui.backends.atspi_mirror import TreeMirror
+from loopkit_ui.backends.atspi_popups import PopupFinder, WindowNotes
+from loopkit_ui.backends.atspi_tree import DIALOG_ROLES, AppRef, TreeReader, explicit_id
+from loopkit_ui.backends.atspi_x11 import X11Modality
 from loopkit_ui.backends.dbus_client import DBusCallError, DBusClient, DBusTimeout
-from loopkit_ui.backends.lookup import resolve, top_level_of
+from loopkit_ui.backends.lookup import resolve, top_level_of, window_kind
 from loopkit_ui.backends.protocol import (
     AppInfo,
     AppNotFoundError,
@@ -79,22 +82,6 @@ def _matches_process(wanted: str, name: str, pid: int | None) -> bool:
     return False
 
 
-def explicit_id(raw: str) -> str | None:
-    """Qt reports a generated ``QApplication.Parent.Child`` path when no accessible id was set;
-    that is no id (and usually not unique), so it is reported as None."""
-    if not raw or raw == "QApplication" or raw.startswith("QApplication."):
-        return None
-    return raw
-
-
-@dataclass
-class _Index:
-    structure: int
-    names: int
-    nodes: list[TreeNode]
-    by_key: dict[str, TreeNode]
-
-
 class AtspiCore:
     """Connection, application, index and reads (see :class:`AtspiBackend`)."""
 
@@ -127,8 +114,11 @@ class AtspiCore:
         self._app_gone = False
         self._reader: TreeReader | None = None
         self._monitor: EventMonitor | None = None
+        self._popups: PopupFinder | None = None
+        self._notes: WindowNotes | None = None
+        self._x11 = X11Modality(self.display)
         self._input: InputSynth | None = None
-        self._index: _Index | None = None
+        self._mirror: TreeMirror | None = None
         # One operation at a time: actions must not interleave (their event windows overlap).
         self._lock = threading.RLock()
         self._op_start = time.perf_counter()
@@ -234,12 +224,18 @@ class AtspiCore:
         self._app_gone = False
         self._reader = TreeReader(client, app, timeout=self.timeout)
         self._monitor = EventMonitor(client, app.bus)
+        self._mirror = TreeMirror(self._reader, self._monitor)
+        self._popups = PopupFinder(self._reader, self._monitor)
+        self._notes = WindowNotes(self._popups)
         return app
 
     def _detach(self) -> None:
         if self._monitor is not None:
             self._monitor.close()
-        self._app = self._reader = self._monitor = self._index = None
+        if self._notes is not None:
+            self._notes.close()
+        self._app = self._reader = self._monitor = self._mirror = None
+        self._popups = self._notes = None
 
     def close(self) -> None:
         """Drop the application and close the bus connection."""
@@ -248,6 +244,7 @@ class AtspiCore:
             if self._client is not None:
                 self._client.close()
                 self._client = None
+            self._x11.close()
 
     def _guarded(self, fn: Callable[[], _T]) -> _T:
         """Run ``fn`` under the operation lock with the application attached; bus timeouts
@@ -284,50 +281,82 @@ class AtspiCore:
         return self._monitor
 
     @property
+    def mirror(self) -> TreeMirror:
+        assert self._mirror is not None
+        return self._mirror
+
+    @property
     def input(self) -> InputSynth:
         assert self._input is not None
         return self._input
 
-    # -- the index: a cached snapshot for lookups, refreshed when events say it changed -------
+    # -- the tree: a mirror kept current by events, for lookups, snapshots and diffs ----------
 
     def _read_nodes(
         self, root: str | None = None, budget: int = 5000
     ) -> tuple[list[TreeNode], bool]:
+        """A direct bulk read, bypassing the mirror (used when the mirror is cut by its budget)."""
         raw, truncated = self.reader.read(root, budget=budget)
-        return [self._tree_node(n) for n in raw], truncated
+        nodes = [n.to_tree_node() for n in raw]
+        if root is None and not truncated:
+            return self._with_popups(nodes, budget)
+        return nodes, truncated
 
-    @staticmethod
-    def _tree_node(raw: RawNode) -> TreeNode:
-        node = raw.to_tree_node()
-        node.id = explicit_id(raw.id)
-        return node
+    def _with_popups(self, nodes: list[TreeNode], budget: int) -> tuple[list[TreeNode], bool]:
+        """The application's tree with its open popups added as top-level windows (Qt leaves
+        them out of the application's children, so the mirror has none: each open popup is read
+        directly, a few nodes). A node the tree already has is not repeated: a combo box's
+        drop-down holds the combo box's own list. ``nodes`` is not changed."""
+        toplevels = {n.key for n in nodes if n.depth == 1}
+        popups = self._popup_windows(toplevels)
+        if not popups:
+            return nodes, False
+        nodes = list(nodes)  # the mirror's list is shared: never append to it
+        seen = {n.key for n in nodes}
+        for path, _info in popups:
+            if len(nodes) >= budget:
+                return nodes, True
+            try:
+                raw, truncated = self.reader.read(path, budget=budget - len(nodes))
+            except ElementVanishedError:
+                continue  # it closed while we read
+            skipped: set[str] = set()
+            for item in raw:
+                if item.path in seen or item.parent in skipped:
+                    skipped.add(item.path)
+                    continue
+                seen.add(item.path)
+                node = item.to_tree_node()
+                node.depth += 1
+                if node.key == path:
+                    node.parent = nodes[0].key
+                nodes.append(node)
+            if truncated:
+                return nodes, True
+        return nodes, False
 
-    def _index_nodes(self, *, need_names: bool, fresh: bool = False) -> tuple[_Index, bool]:
-        monitor = self.monitor
-        index = self._index
-        valid = (
-            index is not None
-            and not fresh
-            and index.structure == monitor.structure_generation
-            and (not need_names or index.names == monitor.name_generation)
-        )
-        if valid and index is not None:
-            return index, False
-        structure, names = monitor.structure_generation, monitor.name_generation
-        nodes, _ = self._read_nodes()
-        self._index = _Index(structure, names, nodes, {n.key: n for n in nodes})
-        return self._index, True
+    def _popup_windows(self, toplevels: set[str]) -> list[tuple[str, WindowInfo]]:
+        return self._popups.find(toplevels) if self._popups is not None else []
+
+    def _tree(self, *, fresh: bool = False) -> list[TreeNode]:
+        """The application's nodes in tree order, current as of the events seen so far, with
+        the open popups (menus, drop-downs) after its windows."""
+        self.mirror.sync(full=fresh)
+        return self._with_popups(self.mirror.tree()[0], self.mirror.budget)[0]
+
+    def _diff_tree(self) -> list[TreeNode]:
+        """The whole tree for a before/after diff (a direct read when the mirror is partial)."""
+        nodes = self._tree()
+        return nodes if self.mirror.complete else self._read_nodes()[0]
 
     def _find(self, locator: Locator) -> TreeNode:
         """The node a locator names (table cells resolved through the Table interface)."""
-        index, fresh = self._index_nodes(need_names=False)
         try:
-            node = self._resolve_in(index, locator)
+            node = resolve(self._tree(), locator)
         except ElementNotFoundError:
-            if fresh:
-                raise
-            index, _ = self._index_nodes(need_names=True, fresh=True)
-            node = self._resolve_in(index, locator)
+            if self.mirror.verified:
+                raise  # read in full and nothing happened since: reading again finds the same
+            node = resolve(self._tree(fresh=True), locator)
         if locator.row is None and locator.column is None:
             return node
         if locator.row is None or locator.column is None:
@@ -342,29 +371,18 @@ class AtspiCore:
             raise ElementNotFoundError(f"{locator.target!r}: {error}") from error
         return TreeNode(key=path, parent=node.key, depth=node.depth + 1, role="table cell")
 
-    def _resolve_in(self, index: _Index, locator: Locator) -> TreeNode:
-        if index.names != self.monitor.name_generation:
-            # Ids are still valid; a name match needs current names.
-            try:
-                match = resolve(index.nodes, locator)
-                if match.id == locator.target:
-                    return match
-            except ElementNotFoundError:
-                pass
-            index, _ = self._index_nodes(need_names=True)
-        return resolve(index.nodes, locator)
-
     def _window_of(self, key: str) -> TreeNode | None:
-        if self._index is None:
+        if self._mirror is None:
             return None
-        node = self._index.by_key.get(key)
-        if node is None:
-            return None
-        return top_level_of(self._index.nodes).get(key)
+        window = self._mirror.window_of(key)
+        if window is None and key not in self._mirror.nodes:
+            window = top_level_of(self._tree()).get(key)  # an element of an open popup
+        return window
 
     # -- windows -----------------------------------------------------------------------------
 
     def _windows(self) -> list[tuple[str, WindowInfo]]:
+        """The visible top-level windows, then the open popups (menus, drop-downs)."""
         reader = self.reader
         paths = reader.toplevels()
         t = reader.t
@@ -381,25 +399,42 @@ class AtspiCore:
             if "visible" not in states and "showing" not in states:
                 continue
             role_text = C.role_name(role[0])
+            is_dialog = role_text in DIALOG_ROLES or "modal" in states
             windows.append(
                 (
                     path,
                     WindowInfo(
                         title=name[0],
-                        id=explicit_id(ident[0]),
+                        id=explicit_id(ident[0], role_text),
                         role=role_text,
-                        is_dialog=role_text in DIALOG_ROLES or "modal" in states,
+                        kind=window_kind(role_text, is_dialog=is_dialog),
+                        is_dialog=is_dialog,
                         modal="modal" in states,
                         active="active" in states,
                         bounds=None if isinstance(extents, Exception) else tuple(extents[0]),
                     ),
                 )
             )
-        return windows
+        self._mark_modal([info for _, info in windows])
+        return windows + self._popup_windows(set(paths))
+
+    def _mark_modal(self, windows: list[WindowInfo]) -> None:
+        """Qt sets no MODAL state over AT-SPI; it does put ``_NET_WM_STATE_MODAL`` on a modal
+        window for the window manager: read there. Without X (no python-xlib), a message box
+        (role alert, modal whenever Qt runs one with exec()) counts as modal."""
+        dialogs = [w for w in windows if w.is_dialog and not w.modal]
+        if not dialogs:
+            return
+        boxes = self._x11.modal_boxes(self._app.pid if self._app else None)
+        for info in dialogs:
+            if boxes is None:
+                info.modal = info.role == "alert"
+            else:
+                info.modal = info.bounds is not None and tuple(info.bounds) in boxes
 
     @staticmethod
     def _window_label(info: WindowInfo) -> str:
-        return f"{info.title}" + (f" #{info.id}" if info.id else "")
+        return info.label()
 
     def list_windows(self) -> list[WindowInfo]:
         """The application's visible top-level windows, dialogs included."""
@@ -418,7 +453,7 @@ class AtspiCore:
         except ElementVanishedError:
             node = self._refind(locator)
             info = self.reader.element(node.key)
-        info.id = explicit_id(info.id or "")
+        info.id = explicit_id(info.id or "", info.role)
         if locator.row is not None:
             info.row, info.column = locator.row, locator.column
         window = self._window_of(
@@ -428,7 +463,7 @@ class AtspiCore:
         return info
 
     def _refind(self, locator: Locator) -> TreeNode:
-        self._index_nodes(need_names=True, fresh=True)
+        self.mirror.sync(full=True)
         return self._find(locator)
 
     def get_property(self, locator: Locator, name: str) -> str | None:
@@ -452,7 +487,8 @@ class AtspiCore:
         return self._guarded(read)
 
     def snapshot(self, *, window: str | None = None, node_budget: int = 2000) -> TreeSnapshot:
-        """The tree of the application (or of one top-level window) in one bulk read."""
+        """The tree of the application (or of one top-level window), from the mirror the
+        accessibility events keep current (a direct bulk read when it is cut by its budget)."""
         if node_budget < 1:
             raise UIError(f"node_budget must be at least 1, got {node_budget}")
 
@@ -467,7 +503,14 @@ class AtspiCore:
                         f"no window with id or title {window!r}; open windows: {titles}"
                     )
                 root = matches[0]
-            nodes, truncated = self._read_nodes(root, node_budget)
+            mirror = self.mirror
+            mirror.sync()
+            if mirror.complete and (root is None or root in mirror.nodes):
+                nodes, truncated = mirror.tree(root, node_budget)
+                if root is None and not truncated:
+                    nodes, truncated = self._with_popups(nodes, node_budget)
+            else:
+                nodes, truncated = self._read_nodes(root, node_budget)
             app = self._app.name if self._app else "?"
             return TreeSnapshot(
                 app=app,

@@ -15,8 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from loopkit_ui.backends import atspi_constants as C
-from loopkit_ui.backends.dbus_client import DBusClient
-from loopkit_ui.backends.dbus_wire import SIGNAL, Message
+from loopkit_ui.backends.dbus_client import DBusClient, Signal
 
 __all__ = ["AppEvent", "EventMonitor", "register_listeners"]
 
@@ -72,20 +71,19 @@ class EventMonitor:
         self._seq = 0
         self.structure_generation = 0
         self.name_generation = 0
+        # Objects that started showing and have not stopped: popups (menus, drop-downs) are
+        # found among them, since they are no child of the application (see AtspiCore).
+        self._shown: set[str] = set()
         self._handle = client.subscribe(self._accepts, self._on_signal)
 
     def close(self) -> None:
         """Stop collecting."""
         self._client.unsubscribe(self._handle)
 
-    def _accepts(self, message: Message) -> bool:
-        return (
-            message.type == SIGNAL
-            and message.sender == self.bus
-            and (message.interface or "").startswith(C.EVENT_PREFIX)
-        )
+    def _accepts(self, message: Signal) -> bool:
+        return message.sender == self.bus and (message.interface or "").startswith(C.EVENT_PREFIX)
 
-    def _on_signal(self, message: Message) -> None:
+    def _on_signal(self, message: Signal) -> None:
         body = message.body
         detail, d1, d2, data = (
             (body[0], body[1], body[2], body[3]) if len(body) >= 4 else ("", 0, 0, None)
@@ -97,6 +95,11 @@ class EventMonitor:
                 self._seq, time.monotonic(), kind, message.path or "", detail, d1, d2, data
             )
             self._events.append(event)
+            if kind == "Object:StateChanged" and detail == "showing":
+                if d1:
+                    self._shown.add(event.path)
+                else:
+                    self._shown.discard(event.path)
             if (
                 kind == "Object:PropertyChange" and detail in _NAME_EVENTS
             ) or kind == "Object:TextChanged":
@@ -114,6 +117,16 @@ class EventMonitor:
             return True
         return kind == "Object:StateChanged" and detail in _HARMLESS_STATES
 
+    def shown(self) -> set[str]:
+        """Paths of the objects whose last "showing" event said they started showing."""
+        with self._cond:
+            return set(self._shown)
+
+    def forget_shown(self, paths: set[str]) -> None:
+        """Stop offering ``paths`` from :meth:`shown` (until they start showing again)."""
+        with self._cond:
+            self._shown -= paths
+
     @property
     def seq(self) -> int:
         """Sequence number of the latest event (mark it before an action)."""
@@ -123,6 +136,12 @@ class EventMonitor:
     def since(self, seq: int) -> list[AppEvent]:
         """Events after ``seq`` (still in the history)."""
         with self._cond:
+            return [event for event in self._events if event.seq > seq]
+
+    def wait_after(self, seq: int, timeout: float) -> list[AppEvent]:
+        """The events after ``seq``, waiting up to ``timeout`` s for the first one."""
+        with self._cond:
+            self._wait_past(seq, timeout)
             return [event for event in self._events if event.seq > seq]
 
     def _wait_past(self, seq: int, timeout: float) -> bool:

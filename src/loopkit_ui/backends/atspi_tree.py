@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from loopkit_ui.backends import atspi_constants as C
-from loopkit_ui.backends.dbus_client import DBusCallError, DBusClient
-from loopkit_ui.backends.dbus_wire import MethodTemplate
+from loopkit_ui.backends.dbus_client import DBusCallError, DBusClient, Method
+from loopkit_ui.backends.lookup import normalize_id
 from loopkit_ui.backends.protocol import (
     AppNotFoundError,
     ElementInfo,
@@ -21,7 +21,7 @@ from loopkit_ui.backends.protocol import (
     TreeNode,
 )
 
-__all__ = ["AppRef", "RawNode", "TreeReader", "visible_states"]
+__all__ = ["AppRef", "RawNode", "TreeReader", "explicit_id", "visible_states"]
 
 # Roles that never have accessible children in Qt (and rarely elsewhere): their GetChildren
 # call is skipped. A node that still turns up without a parent is placed by its Parent property.
@@ -55,6 +55,13 @@ def visible_states(states: frozenset[str]) -> list[str]:
     return flags
 
 
+def explicit_id(raw: str, role: str = "") -> str | None:
+    """Qt reports a generated ``QApplication.Parent.Child`` path when no accessible id was set;
+    that is no id (and usually not unique), so it is reported as None; a menu item's is its
+    action's object name (see :func:`~loopkit_ui.backends.lookup.normalize_id`)."""
+    return normalize_id(raw, role)
+
+
 @dataclass(frozen=True, slots=True)
 class AppRef:
     """An application on the accessibility bus."""
@@ -86,7 +93,7 @@ class RawNode:
             depth=self.depth,
             role=self.role,
             name=self.name,
-            id=self.id or None,
+            id=explicit_id(self.id, self.role),
             states=visible_states(self.states),
             text=self.text,
         )
@@ -96,20 +103,18 @@ class _Templates:
     """Pre-marshalled calls for one application's bus name."""
 
     def __init__(self, bus: str) -> None:
-        self.role = MethodTemplate(bus, C.ACCESSIBLE, "GetRole")
-        self.state = MethodTemplate(bus, C.ACCESSIBLE, "GetState")
-        self.ident = MethodTemplate(bus, C.ACCESSIBLE, "GetAccessibleId")
-        self.name = MethodTemplate(bus, C.PROPERTIES, "Get", "ss", (C.ACCESSIBLE, "Name"))
-        self.children = MethodTemplate(bus, C.ACCESSIBLE, "GetChildren")
-        self.parent = MethodTemplate(bus, C.PROPERTIES, "Get", "ss", (C.ACCESSIBLE, "Parent"))
-        self.child_count = MethodTemplate(
-            bus, C.PROPERTIES, "Get", "ss", (C.ACCESSIBLE, "ChildCount")
-        )
-        self.text = MethodTemplate(bus, C.TEXT, "GetText", "ii", (0, -1))
-        self.extents = MethodTemplate(bus, C.COMPONENT, "GetExtents", "u", (C.COORD_SCREEN,))
-        self.interfaces = MethodTemplate(bus, C.ACCESSIBLE, "GetInterfaces")
-        self.value = MethodTemplate(bus, C.PROPERTIES, "Get", "ss", (C.VALUE, "CurrentValue"))
-        self.index = MethodTemplate(bus, C.ACCESSIBLE, "GetIndexInParent")
+        self.role = Method(bus, C.ACCESSIBLE, "GetRole")
+        self.state = Method(bus, C.ACCESSIBLE, "GetState")
+        self.ident = Method(bus, C.ACCESSIBLE, "GetAccessibleId")
+        self.name = Method(bus, C.PROPERTIES, "Get", "ss", (C.ACCESSIBLE, "Name"))
+        self.children = Method(bus, C.ACCESSIBLE, "GetChildren")
+        self.parent = Method(bus, C.PROPERTIES, "Get", "ss", (C.ACCESSIBLE, "Parent"))
+        self.child_count = Method(bus, C.PROPERTIES, "Get", "ss", (C.ACCESSIBLE, "ChildCount"))
+        self.text = Method(bus, C.TEXT, "GetText", "ii", (0, -1))
+        self.extents = Method(bus, C.COMPONENT, "GetExtents", "u", (C.COORD_SCREEN,))
+        self.interfaces = Method(bus, C.ACCESSIBLE, "GetInterfaces")
+        self.value = Method(bus, C.PROPERTIES, "Get", "ss", (C.VALUE, "CurrentValue"))
+        self.index = Method(bus, C.ACCESSIBLE, "GetIndexInParent")
 
 
 def _is_gone(error: Any) -> bool:
@@ -273,8 +278,8 @@ class TreeReader:
             value = text
         elif "checkable" in states or role_text in ("check box", "radio button", "toggle button"):
             value = "checked" if "checked" in states else "unchecked"
-        elif role_text in ("table cell", "list item", "label"):
-            value = name[0]
+        elif role_text in ("table cell", "list item", "label", "combo box", "menu item"):
+            value = name[0]  # a combo box's name is its current text
         bounds = None if isinstance(extents, Exception) else _rect(extents[0])
         return ElementInfo(
             id=ident[0] or None,

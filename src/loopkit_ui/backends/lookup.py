@@ -1,5 +1,6 @@
 """Element lookup over a tree snapshot, shared by the backends: id first, then name; an
-ambiguous match lists its candidates; a miss lists the nearest ids that exist."""
+ambiguous match lists its candidates; a miss lists the nearest ids that exist. Also the id and
+window-kind rules both backends share."""
 
 from __future__ import annotations
 
@@ -9,11 +10,58 @@ from loopkit_ui.backends.protocol import (
     AmbiguousElementError,
     ElementNotFoundError,
     Locator,
+    TreeDiff,
     TreeNode,
+    WindowKind,
     nearest,
 )
 
-__all__ = ["resolve", "top_level_of", "window_matches"]
+__all__ = [
+    "MENU_ITEM_ROLES",
+    "changed_content",
+    "normalize_id",
+    "resolve",
+    "top_level_of",
+    "window_kind",
+    "window_matches",
+]
+
+MENU_ITEM_ROLES = frozenset({"menu item", "check menu item", "radio menu item"})
+_MENU_ROLES = frozenset({"menu", "popup menu"})
+_DIALOG_ROLES = frozenset({"dialog", "alert", "file chooser", "color chooser", "font chooser"})
+
+
+def normalize_id(raw: str | None, role: str = "") -> str | None:
+    """The id to report for an accessible id / AutomationId as Qt gives it.
+
+    Qt reports a widget's ``setAccessibleIdentifier`` as is; for anything else it makes one up
+    from the object names (class names where there is none) up the parent chain:
+    ``QApplication.InvoiceWindow.QWidget.ItemsTable``. That is no id (and rarely unique), so it
+    is reported as None, except for a menu item: a QAction cannot carry an accessible id, so its
+    object name, the last part (``QApplication.ItemsContextMenu.DuplicateItemAction``), is its
+    id; an action without an object name shows its class name there (``QAction``): no id.
+    """
+    if not raw or raw == "QApplication":
+        return None
+    if not raw.startswith("QApplication."):
+        return raw
+    if role in MENU_ITEM_ROLES:
+        last = raw.rsplit(".", 1)[-1]
+        is_class_name = last[:1] == "Q" and last[1:2].isupper()
+        return None if is_class_name else last
+    return None
+
+
+def window_kind(role: str, *, is_dialog: bool = False) -> WindowKind:
+    """The kind of a top-level window by its role: menu, tooltip, dialog, window; a pop-up
+    that is none of these (a combo box's drop-down list) is a popup."""
+    if role in _MENU_ROLES:
+        return "menu"
+    if role == "tool tip":
+        return "tooltip"
+    if is_dialog or role in _DIALOG_ROLES:
+        return "dialog"
+    return "window"
 
 
 def top_level_of(nodes: Sequence[TreeNode]) -> dict[str, TreeNode]:
@@ -77,3 +125,21 @@ def resolve(nodes: Sequence[TreeNode], locator: Locator) -> TreeNode:
         + hint,
         suggestions=suggestions,
     )
+
+
+# State flags a press, a hover or a drag leaves behind without anything having taken effect.
+_PASSING_STATES = frozenset({"focused", "selected", "active", "pressed", "armed"})
+
+
+def changed_content(diff: TreeDiff) -> bool:
+    """Whether a diff shows more than focus, selection and activation moving: an element that
+    appeared, disappeared, was renamed, changed text or order, or changed another state."""
+    if diff.appeared or diff.disappeared:
+        return True
+    for entry in diff.changed:
+        parts = entry.split(": ", 1)[-1].split(", ")
+        for part in parts:
+            flags = part.split()
+            if not all(f[:1] in "+-" and f[1:] in _PASSING_STATES for f in flags):
+                return True
+    return False

@@ -34,6 +34,7 @@ __all__ = [
     "UITimeoutError",
     "WaitResult",
     "WindowInfo",
+    "WindowKind",
     "WindowReport",
     "nearest",
 ]
@@ -41,6 +42,9 @@ __all__ = [
 MouseButton = Literal["left", "right", "middle"]
 ClickMethod = Literal["auto", "input", "action"]
 WaitCondition = Literal["appear", "disappear", "value", "text", "enabled", "disabled", "visible"]
+#: What a top-level window is: a window, a dialog, a menu (context or drop-down menu), another
+#: popup (e.g. a combo box's drop-down list) or a tooltip.
+WindowKind = Literal["window", "dialog", "menu", "popup", "tooltip"]
 
 
 # -- errors ------------------------------------------------------------------------------------
@@ -147,15 +151,29 @@ class ElementInfo(BaseModel):
 
 
 class WindowInfo(BaseModel):
-    """A top-level window of the application (dialogs included)."""
+    """A top-level window of the application: dialogs, menus, popups and tooltips included."""
 
     title: str
     id: str | None = None
     role: str = ""
+    kind: WindowKind = Field(
+        default="window",
+        description="window, dialog, menu (a context or drop-down menu), popup (e.g. a combo "
+        "box's drop-down list) or tooltip",
+    )
     is_dialog: bool = False
     modal: bool = False
     active: bool = False
     bounds: tuple[int, int, int, int] | None = None
+
+    def label(self) -> str:
+        """How action reports name it: ``title #id`` (untitled: ``role #id``); a menu, popup or
+        tooltip by its kind first, e.g. ``menu 'Item actions' #ItemsContextMenu``."""
+        if self.kind in ("window", "dialog"):
+            text = self.title or self.role or self.kind
+        else:
+            text = self.kind + (f" {self.title!r}" if self.title else "")
+        return text + (f" #{self.id}" if self.id else "")
 
 
 class WindowReport(BaseModel):

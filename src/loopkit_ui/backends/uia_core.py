@@ -21,7 +21,8 @@ import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from loopkit_ui.backends.lookup import resolve, top_level_of
+from loopkit_ui.backends.diff import diff_trees
+from loopkit_ui.backends.lookup import resolve, top_level_of, window_kind
 from loopkit_ui.backends.protocol import (
     ActionResult,
     AppInfo,
@@ -38,7 +39,6 @@ from loopkit_ui.backends.protocol import (
     WindowReport,
 )
 from loopkit_ui.backends.uia_thread import AutomationThread
-from loopkit_ui.diff import diff_trees
 
 __all__ = ["UIACore", "escape_keys", "to_send_keys"]
 
@@ -424,10 +424,14 @@ class UIACore:
             except Exception:
                 dialog = modal
             rect = control.BoundingRectangle
+            role = _role(control.ControlType)
             info = WindowInfo(
                 title=control.Name,
                 id=control.AutomationId or None,
-                role=_role(control.ControlType),
+                role=role,
+                # Windows lists a context menu (MenuControl) and a tooltip as top-level windows
+                # of the process; their kind comes from that role (not run here: Windows only).
+                kind=window_kind(role, is_dialog=dialog),
                 is_dialog=dialog,
                 modal=modal,
                 active=control.NativeWindowHandle == auto.GetForegroundWindow(),

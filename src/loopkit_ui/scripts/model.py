@@ -38,8 +38,10 @@ __all__ = [
     "Script",
     "SetStep",
     "SleepStep",
+    "StartRecordingStep",
     "Step",
     "StepBase",
+    "StopRecordingStep",
     "StoreStep",
     "WaitForStep",
     "WriteFileStep",
@@ -391,6 +393,28 @@ class SleepStep(StepBase):
         return f"sleep {self.seconds:g} s"
 
 
+class StartRecordingStep(StepBase):
+    """Start a video of the desktop (ffmpeg), in the run's ``videos/`` folder; the report
+    links it. It runs until ``stop_recording``, ``max_seconds``, or the end of the run."""
+
+    type: Literal["start_recording"]
+    label: str | None = None
+    max_seconds: float = Field(default=300.0, gt=0, le=1800)
+    fps: int = Field(default=10, ge=1, le=30)
+
+    def describe(self) -> str:
+        return "start_recording" + (f" {self.label}" if self.label else "")
+
+
+class StopRecordingStep(StepBase):
+    """Stop the running video cleanly (the file is finalized)."""
+
+    type: Literal["stop_recording"]
+
+    def describe(self) -> str:
+        return "stop_recording"
+
+
 Step = Annotated[
     ActionStep
     | AssertStep
@@ -406,7 +430,9 @@ Step = Annotated[
     | FailStep
     | WriteFileStep
     | RestartAppStep
-    | SleepStep,
+    | SleepStep
+    | StartRecordingStep
+    | StopRecordingStep,
     Field(discriminator="type"),
 ]
 STEP_MODELS: dict[str, type[StepBase]] = {
@@ -425,6 +451,8 @@ STEP_MODELS: dict[str, type[StepBase]] = {
     "write_file": WriteFileStep,
     "restart_app": RestartAppStep,
     "sleep": SleepStep,
+    "start_recording": StartRecordingStep,
+    "stop_recording": StopRecordingStep,
 }
 STEP_TYPES: tuple[str, ...] = tuple(STEP_MODELS)
 

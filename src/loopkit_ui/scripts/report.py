@@ -107,6 +107,11 @@ def write_report(result: RunResult, path: Path, *, redactor: Redactor | None = N
         else "<p>None.</p>"
     )
     notes = "".join(f"<li>{escape(note)}</li>" for note in result.notes)
+    videos = "".join(
+        f'<figure><video controls preload="metadata" width="640" src="{escape(video)}"></video>'
+        f'<figcaption><a href="{escape(video)}">{escape(video)}</a></figcaption></figure>'
+        for video in result.videos
+    )
     error = f'<p class="error">{escape(result.error)}</p>' if result.error else ""
     html = f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
@@ -130,6 +135,8 @@ steps: {result.count("passed")} passed, {result.count("failed")} failed,
 <ul>{notes or "<li>none</li>"}</ul>
 <h2>Screenshots</h2>
 {gif or "<p>No screenshots.</p>"}
+<h2>Videos</h2>
+{videos or "<p>No videos.</p>"}
 </body></html>
 """
     path.write_text(html, encoding="utf-8")

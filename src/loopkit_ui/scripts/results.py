@@ -52,6 +52,9 @@ class RunResult(BaseModel):
     report: str | None = None
     gif: str | None = None
     screenshots: list[str] = Field(default_factory=list)
+    videos: list[str] = Field(
+        default_factory=list, description="videos (start_recording), relative to the run folder"
+    )
 
     @property
     def passed(self) -> bool:

@@ -32,6 +32,7 @@ from loopkit_ui.scripts.steps import Interpreter, RunState
 from loopkit_ui.scripts.store import ResultStore
 from loopkit_ui.scripts.system_log import SystemLogSource, default_system_log
 from loopkit_ui.scripts.variables import Scope, interpolate
+from loopkit_ui.scripts.video import RunVideos
 from loopkit_ui.scripts.window_events import AtspiWindowEvents, WindowEventSource
 
 __all__ = ["RunnerConfig", "ScriptRunner", "app_ident"]
@@ -179,6 +180,7 @@ class ScriptRunner:
             screenshot=screenshot,
             screenshots=self.config.screenshots,
             notes=result.notes,
+            videos=RunVideos(run_dir, display=env.get("DISPLAY")),
         )
         interpreter = Interpreter(state)
         clock = time.perf_counter()
@@ -205,6 +207,11 @@ class ScriptRunner:
                     loaded.script.teardown, "teardown", scope, loaded, keep_going=True
                 )
         finally:
+            assert state.videos is not None
+            with contextlib.suppress(Exception):
+                if (still := state.videos.close()) is not None:  # finalized before the app ends
+                    result.notes.append(f"the recording still running was stopped: {still.path}")
+            result.videos = list(state.videos.files)
             result.app_exit = app.close()
             result.app_pids = list(app.pids)
             with contextlib.suppress(Exception):

@@ -43,8 +43,10 @@ from loopkit_ui.scripts.model import (
     ScreenshotStep,
     SetStep,
     SleepStep,
+    StartRecordingStep,
     Step,
     StepBase,
+    StopRecordingStep,
     StoreStep,
     WaitForStep,
     WriteFileStep,
@@ -52,6 +54,7 @@ from loopkit_ui.scripts.model import (
 from loopkit_ui.scripts.oracles import OracleSuite
 from loopkit_ui.scripts.results import StepResult
 from loopkit_ui.scripts.variables import InterpolationError, Scope, interpolate
+from loopkit_ui.scripts.video import RunVideos
 
 __all__ = ["Interpreter", "RunState", "StepFailure"]
 
@@ -76,6 +79,7 @@ class RunState:
     findings: list[Finding] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     phase: str = "steps"
+    videos: RunVideos | None = None
 
 
 def _locator(fields: LocatorFields, what: str = "target") -> Locator:
@@ -330,8 +334,28 @@ class Interpreter:
             result.message = f"closed (exit status {status}), started pid {self.state.app.pid}"
         elif isinstance(step, SleepStep):
             time.sleep(step.seconds)
+        elif isinstance(step, StartRecordingStep | StopRecordingStep):
+            self._video(step, result)
         else:  # pragma: no cover - the loader accepts only the types above
             raise StepFailure(f"no implementation for step type {type(step).__name__}")
+
+    def _video(self, step: StartRecordingStep | StopRecordingStep, result: StepResult) -> None:
+        videos = self.state.videos
+        if videos is None:
+            raise StepFailure("this run records no video (the runner has no recorder)")
+        if isinstance(step, StartRecordingStep):
+            path = videos.start(
+                result.index, step.label, fps=step.fps, max_seconds=step.max_seconds
+            )
+            result.message = f"recording to {path} (at most {step.max_seconds:g} s)"
+            return
+        finished = videos.stop()
+        result.message = (
+            f"{finished.path.name}: {finished.seconds:g} s, {finished.size_bytes} bytes"
+            + (" (it had reached its limit)" if finished.ended == "limit" else "")
+        )
+        if finished.ended == "failed":
+            raise StepFailure(f"the recording failed: {finished.detail}")
 
     def _element_screenshot(self, step: ScreenshotStep, result: StepResult) -> str | None:
         label = step.label or f"{result.index:03d}"

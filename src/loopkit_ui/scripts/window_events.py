@@ -19,8 +19,7 @@ from pydantic import BaseModel
 from loopkit_ui.backends.atspi_constants import EVENT_PREFIX
 from loopkit_ui.backends.atspi_core import a11y_bus_address
 from loopkit_ui.backends.atspi_events import register_listeners
-from loopkit_ui.backends.dbus_client import DBusCallError, DBusClient, DBusTimeout
-from loopkit_ui.backends.dbus_wire import SIGNAL, Message
+from loopkit_ui.backends.dbus_client import DBusCallError, DBusClient, DBusTimeout, Signal
 
 __all__ = ["AtspiWindowEvents", "WindowEvent", "WindowEventSource"]
 
@@ -78,14 +77,10 @@ class AtspiWindowEvents:
             self._queue.clear()
 
     @staticmethod
-    def _accepts(message: Message) -> bool:
-        return (
-            message.type == SIGNAL
-            and message.interface == _WINDOW_INTERFACE
-            and message.member in _OPENING
-        )
+    def _accepts(message: Signal) -> bool:
+        return message.interface == _WINDOW_INTERFACE and message.member in _OPENING
 
-    def _on_signal(self, message: Message) -> None:
+    def _on_signal(self, message: Signal) -> None:
         # Runs on the client's reader thread: only queue it (no calls back into the client).
         body = message.body
         title = body[3] if len(body) >= 4 and isinstance(body[3], str) else ""

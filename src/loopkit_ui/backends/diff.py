@@ -1,4 +1,5 @@
-"""The difference between two tree snapshots: what appeared, disappeared or changed."""
+"""The difference between two tree snapshots: what appeared, disappeared or changed (a change of
+order among the same children, as a drag and drop that reorders a list makes, included)."""
 
 from __future__ import annotations
 
@@ -23,6 +24,37 @@ def _change(old: TreeNode, new: TreeNode) -> str | None:
         return None
     who = f"#{new.id}" if new.id and "." not in new.id else f"{new.role} {new.name!r}"
     return f"{who}: " + ", ".join(parts)
+
+
+def _reorders(
+    before: Sequence[TreeNode], after: Sequence[TreeNode], pairs: list[tuple[TreeNode, TreeNode]]
+) -> list[str]:
+    """``#ReorderList: order ['first', 'second'] -> ['second', 'first']`` for every parent whose
+    children are the same (by name) in another order."""
+    old_parent = {new.key: old.key for old, new in pairs}
+    old_children: dict[str, list[str]] = {}
+    for node in before:
+        if node.parent is not None:
+            old_children.setdefault(node.parent, []).append(node.name)
+    new_children: dict[str, list[str]] = {}
+    for node in after:
+        if node.parent is not None:
+            new_children.setdefault(node.parent, []).append(node.name)
+    parents = {n.key: n for n in after}
+    entries = []
+    for key, names in new_children.items():
+        was = old_children.get(old_parent.get(key, ""))
+        if was is None or was == names or sorted(was) != sorted(names):
+            continue
+        parent = parents[key]
+        who = f"#{parent.id}" if parent.id else f"{parent.role} {parent.name!r}"
+        entries.append(f"{who}: order {_names(was)} -> {_names(names)}")
+    return entries
+
+
+def _names(names: list[str], limit: int = 12) -> str:
+    shown = ", ".join(repr(n) for n in names[:limit])
+    return f"[{shown}{', ...' if len(names) > limit else ''}]"
 
 
 def _signature(node: TreeNode) -> tuple[str, str, str | None, int]:
@@ -57,6 +89,7 @@ def diff_trees(before: Sequence[TreeNode], after: Sequence[TreeNode], limit: int
         n.label() for n in sorted((n for t in gone.values() for n in t), key=lambda n: order[n.key])
     ]
     changed = [c for a, b in pairs if (c := _change(a, b))]
+    changed += _reorders(before, after, pairs)
     truncated = max(len(appeared), len(disappeared), len(changed)) > limit
     return TreeDiff(
         appeared=appeared[:limit],

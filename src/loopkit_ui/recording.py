@@ -1,0 +1,272 @@
+"""Video of the desktop with ffmpeg: one recording at a time, finished cleanly, bounded.
+
+Linux: Debian's ``ffmpeg`` grabs the X display the app is on (``-f x11grab -i $DISPLAY``; under
+the headless desktop that is its Xvfb). Windows: ``-f gdigrab -i desktop``; that command is
+written from ffmpeg's documentation and cannot run on the Linux build machine.
+
+A recording ends in one of three ways, and each leaves a playable MP4:
+
+- ``stop()``: ``q`` on ffmpeg's stdin (its own clean stop: the file is finalized), then SIGINT,
+  then, as a last resort, a kill;
+- the limits: ``-t`` (seconds) and ``-fs`` (bytes) make ffmpeg stop by itself;
+- the owner's end: ``close()`` stops a running recording; on Linux a recording started from the
+  main thread also gets SIGTERM from the kernel when its owner dies (``PR_SET_PDEATHSIG``).
+"""
+
+from __future__ import annotations
+
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Literal
+
+from loopkit_ui.backends.protocol import UIError
+
+__all__ = [
+    "DEFAULT_FPS",
+    "MAX_BYTES",
+    "MAX_SECONDS",
+    "FinishedRecording",
+    "Recording",
+    "RecordingError",
+    "ScreenRecorder",
+    "ffmpeg_command",
+]
+
+DEFAULT_FPS = 10
+MAX_SECONDS = 1800.0  # the hard ceiling a caller may ask for (30 minutes)
+MAX_BYTES = 200 * 1024 * 1024  # 200 MiB: a resources/read holds the whole file in memory
+STOP_WAIT = 10.0
+
+
+class RecordingError(UIError):
+    """A recording could not start or stop (no ffmpeg, no display, one already running...)."""
+
+
+def ffmpeg_command(
+    ffmpeg: str,
+    path: Path,
+    *,
+    display: str | None,
+    fps: int,
+    max_seconds: float,
+    max_bytes: int,
+    platform: str = sys.platform,
+) -> list[str]:
+    """The ffmpeg command line that records the screen into ``path`` (H.264 in MP4)."""
+    if platform == "win32":
+        grab = ["-f", "gdigrab", "-framerate", str(fps), "-i", "desktop"]
+    else:
+        if not display:
+            raise RecordingError("no display to record: DISPLAY is not set for the server")
+        grab = ["-f", "x11grab", "-draw_mouse", "1", "-framerate", str(fps), "-i", display]
+    return [
+        ffmpeg,
+        "-hide_banner",
+        "-nostats",
+        "-loglevel",
+        "error",
+        "-y",
+        *grab,
+        "-t",
+        f"{max_seconds:g}",
+        "-fs",
+        str(max_bytes),
+        # x264 needs even sides; ultrafast keeps the recorder's CPU small beside the app.
+        "-vf",
+        "pad=ceil(iw/2)*2:ceil(ih/2)*2",
+        "-c:v",
+        "libx264",
+        "-preset",
+        "ultrafast",
+        "-pix_fmt",
+        "yuv420p",
+        "-movflags",
+        "+faststart",
+        str(path),
+    ]
+
+
+@dataclass
+class Recording:
+    """A recording that is running (or has stopped by itself)."""
+
+    path: Path
+    process: subprocess.Popen[bytes]
+    errors: IO[bytes]
+    display: str
+    fps: int
+    max_seconds: float
+    max_bytes: int
+    started: float = field(default_factory=time.monotonic)
+
+    def error_tail(self, chars: int = 1500) -> str:
+        """The last of what ffmpeg wrote to stderr."""
+        try:
+            self.errors.seek(0)
+            return self.errors.read().decode("utf-8", errors="replace").strip()[-chars:]
+        except (OSError, ValueError):
+            return ""
+
+
+@dataclass(frozen=True)
+class FinishedRecording:
+    """A recording that ended, with its file."""
+
+    path: Path
+    seconds: float
+    size_bytes: int
+    ended: Literal["stopped", "limit", "failed"]
+    detail: str | None = None
+
+
+class ScreenRecorder:
+    """Records the screen with ffmpeg, one recording at a time.
+
+    ``display``: the X display to grab (Linux). ``ffmpeg``: the program (default: ``ffmpeg`` on
+    PATH). ``preexec``: run in the child before ffmpeg starts (the server passes its
+    parent-death signal setup)."""
+
+    def __init__(
+        self,
+        *,
+        display: str | None,
+        ffmpeg: str | None = None,
+        preexec: Callable[[], None] | None = None,
+    ) -> None:
+        self.display = display
+        self.ffmpeg = ffmpeg
+        self.preexec = preexec
+        self.current: Recording | None = None
+
+    def _program(self) -> str:
+        found = self.ffmpeg or shutil.which("ffmpeg")
+        if not found:
+            raise RecordingError(
+                "ffmpeg is not installed: video recording needs it (Debian: apt-get install "
+                "ffmpeg; scripts/setup.sh --tests installs it)"
+            )
+        return found
+
+    def start(
+        self, path: Path, *, fps: int = DEFAULT_FPS, max_seconds: float, max_bytes: int = MAX_BYTES
+    ) -> Recording:
+        """Start recording into ``path`` (an existing private file is overwritten in place, so
+        it keeps its mode). Returns at once; :meth:`check_started` tells whether ffmpeg runs."""
+        if self.current is not None and self.current.process.poll() is None:
+            raise RecordingError(
+                f"a recording is already running ({self.current.path}); stop it first with "
+                "ui_stop_recording"
+            )
+        if not 0 < max_seconds <= MAX_SECONDS:
+            raise RecordingError(f"max_seconds must be above 0 and at most {MAX_SECONDS:g}")
+        if not 0 < max_bytes <= MAX_BYTES:
+            raise RecordingError(f"max_bytes must be above 0 and at most {MAX_BYTES}")
+        command = ffmpeg_command(
+            self._program(),
+            path,
+            display=self.display,
+            fps=fps,
+            max_seconds=max_seconds,
+            max_bytes=max_bytes,
+        )
+        errors = tempfile.TemporaryFile()  # noqa: SIM115 - lives as long as the recording
+        try:
+            process = subprocess.Popen(
+                command,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.DEVNULL,
+                stderr=errors,
+                preexec_fn=self.preexec,
+            )
+        except OSError as error:
+            errors.close()
+            raise RecordingError(f"cannot start ffmpeg: {error.strerror or error}") from None
+        self.current = Recording(
+            path=path,
+            process=process,
+            errors=errors,
+            display="desktop" if sys.platform == "win32" else str(self.display),
+            fps=fps,
+            max_seconds=max_seconds,
+            max_bytes=max_bytes,
+        )
+        return self.current
+
+    def check_started(self, recording: Recording) -> None:
+        """Raise RecordingError when ffmpeg has already ended (a display it cannot open, an
+        encoder it lacks): the recording did not start."""
+        status = recording.process.poll()
+        if status is None:
+            return
+        tail = recording.error_tail()
+        recording.errors.close()
+        recording.path.unlink(missing_ok=True)
+        self.current = None
+        raise RecordingError(
+            f"ffmpeg ended at once (exit status {status}); it said: {tail or 'nothing'}"
+        )
+
+    def stop(self) -> FinishedRecording:
+        """Stop the running recording cleanly and answer the finished file."""
+        recording = self.current
+        if recording is None:
+            raise RecordingError("no recording is running; start one with ui_start_recording")
+        self.current = None
+        process = recording.process
+        ended: Literal["stopped", "limit", "failed"] = "stopped"
+        if process.poll() is not None:
+            ended = "limit" if process.returncode == 0 else "failed"
+        else:
+            self._finish(process)
+        seconds = round(time.monotonic() - recording.started, 1)
+        detail = None
+        if process.returncode not in (0, 255, -signal.SIGINT) and ended != "limit":
+            # 255: ffmpeg's status after a SIGINT it handled (the file is finalized all the same)
+            ended = "failed"
+            detail = f"ffmpeg ended with status {process.returncode}: {recording.error_tail()}"
+        recording.errors.close()
+        size = recording.path.stat().st_size if recording.path.exists() else 0
+        if size == 0 and ended != "failed":
+            ended = "failed"
+            detail = f"ffmpeg wrote nothing: {recording.error_tail() or 'no message'}"
+        return FinishedRecording(recording.path, seconds, size, ended, detail)
+
+    @staticmethod
+    def _finish(process: subprocess.Popen[bytes]) -> None:
+        """``q`` on stdin, then SIGINT (both finalize the file), then a kill."""
+        try:
+            assert process.stdin is not None
+            process.stdin.write(b"q")
+            process.stdin.close()
+        except (OSError, ValueError):
+            pass  # ffmpeg ended meanwhile
+        try:
+            process.wait(STOP_WAIT)
+            return
+        except subprocess.TimeoutExpired:
+            pass
+        if sys.platform != "win32":
+            process.send_signal(signal.SIGINT)
+            try:
+                process.wait(STOP_WAIT)
+                return
+            except subprocess.TimeoutExpired:
+                pass
+        process.kill()
+        process.wait(STOP_WAIT)
+
+    def close(self) -> FinishedRecording | None:
+        """Stop a running recording (the owner is ending); None when there was none."""
+        if self.current is None:
+            return None
+        try:
+            return self.stop()
+        except OSError:
+            return None
