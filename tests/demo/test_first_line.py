@@ -37,3 +37,11 @@ def test_a_real_model_line_names_the_model() -> None:
     line = first_line(load_config(model="openai/gpt-5"), CARD)
     assert line.startswith("[bold]Model: openai/gpt-5[/bold] via litellm")
     assert "transcript" not in line
+
+
+def test_recording_a_durable_run_is_refused_as_bad_input(capsys: object) -> None:
+    import pytest
+
+    with pytest.raises(SystemExit) as stopped:
+        parse_args(["--durable", "--record-transcript", "t.json", str(CARD)])
+    assert stopped.value.code == 2
