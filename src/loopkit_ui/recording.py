@@ -4,7 +4,9 @@ Linux: Debian's ``ffmpeg`` grabs the X display the app is on (``-f x11grab -i $D
 the headless desktop that is its Xvfb). Windows: ``-f gdigrab -i desktop``; that command is
 written from ffmpeg's documentation and cannot run on the Linux build machine.
 
-A recording ends in one of three ways, and each leaves a playable MP4:
+The MP4 is fragmented and written out every half second, so a recording ended by anything
+(ffmpeg killed outright included) is playable up to its last half second. A recording ends in
+one of three ways:
 
 - ``stop()``: ``q`` on ffmpeg's stdin (its own clean stop: the file is finalized), then SIGINT,
   then, as a last resort, a kill;
@@ -32,6 +34,7 @@ __all__ = [
     "DEFAULT_FPS",
     "MAX_BYTES",
     "MAX_SECONDS",
+    "START_WAIT",
     "FinishedRecording",
     "Recording",
     "RecordingError",
@@ -43,6 +46,7 @@ DEFAULT_FPS = 10
 MAX_SECONDS = 1800.0  # the hard ceiling a caller may ask for (30 minutes)
 MAX_BYTES = 200 * 1024 * 1024  # 200 MiB: a resources/read holds the whole file in memory
 STOP_WAIT = 10.0
+START_WAIT = 15.0  # how long ffmpeg may take to write the file's header (slow under load)
 
 
 class RecordingError(UIError):
@@ -87,8 +91,17 @@ def ffmpeg_command(
         "ultrafast",
         "-pix_fmt",
         "yuv420p",
+        # A fragmented MP4, each half second written out at once: whatever ends ffmpeg (even
+        # SIGKILL, or a client killing the server's whole tree) leaves a playable file that
+        # lacks at most the last half second. A keyframe a second starts the fragments.
+        "-g",
+        str(fps),
+        "-flush_packets",
+        "1",
         "-movflags",
-        "+faststart",
+        "+frag_keyframe+empty_moov+default_base_moof",
+        "-frag_duration",
+        "500000",
         str(path),
     ]
 
@@ -105,6 +118,14 @@ class Recording:
     max_seconds: float
     max_bytes: int
     started: float = field(default_factory=time.monotonic)
+
+    def begun(self) -> bool:
+        """Whether ffmpeg has written the file's header (from then on a stop, a signal or the
+        limits leave a playable file)."""
+        try:
+            return self.path.stat().st_size > 0
+        except OSError:
+            return False
 
     def error_tail(self, chars: int = 1500) -> str:
         """The last of what ffmpeg wrote to stderr."""
@@ -184,6 +205,10 @@ class ScreenRecorder:
                 stdout=subprocess.DEVNULL,
                 stderr=errors,
                 preexec_fn=self.preexec,
+                # Its own process group: an MCP client ending the server's group (SIGTERM, then
+                # SIGKILL two seconds later) would kill ffmpeg while it finalizes the file. The
+                # parent-death signal still stops it when the server dies.
+                start_new_session=sys.platform != "win32",
             )
         except OSError as error:
             errors.close()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import shlex
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -41,7 +42,8 @@ from loopkit_ui.backends.protocol import (
 )
 from loopkit_ui.launched_app import LaunchedApp
 from loopkit_ui.outputs import OutputFolder
-from loopkit_ui.recording import ScreenRecorder
+from loopkit_ui.recording import START_WAIT as RECORDING_START_WAIT
+from loopkit_ui.recording import RecordingError, ScreenRecorder
 
 __all__ = ["UIService", "answer", "render_tree"]
 
@@ -231,7 +233,18 @@ class UIService:
         except BaseException:
             path.unlink(missing_ok=True)
             raise
-        await anyio.sleep(0.3)  # an ffmpeg that cannot open the display ends within this
+        # Answer once ffmpeg has written the file's header: a recording stopped or killed
+        # before that leaves no playable file. An ffmpeg that cannot start ends meanwhile.
+        deadline = time.monotonic() + RECORDING_START_WAIT
+        while not recording.begun() and recording.process.poll() is None:
+            if time.monotonic() > deadline:
+                self.recorder.close()
+                path.unlink(missing_ok=True)
+                raise RecordingError(
+                    f"ffmpeg wrote nothing in {RECORDING_START_WAIT:g} s; is the display "
+                    f"{recording.display} alive?"
+                )
+            await anyio.sleep(0.05)
         self.recorder.check_started(recording)
         return RecordingStarted(
             path=str(path),

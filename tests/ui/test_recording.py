@@ -157,7 +157,7 @@ def test_a_recording_is_finished_when_the_server_ends(
         started = ui.call("ui_start_recording", max_seconds=120)
         assert not started.error, started
         path = Path(started["path"])
-        time.sleep(1.0)
+        time.sleep(1.5)
         assert _ffmpeg_processes(path)
         if how != "stdin closed":
             (server,) = [p for p in _processes_with(f"LOOPKIT_UI_RECORDING_TEST={tag}")
@@ -169,6 +169,23 @@ def test_a_recording_is_finished_when_the_server_ends(
     # is a finished video.
     assert _wait_until(lambda: not _ffmpeg_processes(path)), "ffmpeg outlived the server"
     assert _playable(ffmpeg, path) >= 0.5
+
+
+def test_ffmpeg_killed_outright_still_leaves_a_playable_video(
+    ffmpeg: str, headless_desktop: HeadlessDesktop, tmp_path: Path
+) -> None:
+    # The MP4 is fragmented and flushed every half second: no trailer is needed to play it.
+    with UIServerClient(_args(tmp_path / "out"), env=headless_desktop.child_env()) as ui:
+        started = ui.call("ui_start_recording", max_seconds=120)
+        assert not started.error, started
+        path = Path(started["path"])
+        time.sleep(2.0)
+        for pid in _ffmpeg_processes(path):
+            os.kill(pid, signal.SIGKILL)
+        assert _wait_until(lambda: not _ffmpeg_processes(path))
+        stopped = ui.call("ui_stop_recording")
+        assert stopped.error and "status -9" in stopped.text  # said, not hidden
+    assert _playable(ffmpeg, path) >= 1.0
 
 
 def test_without_ffmpeg_the_answer_says_what_to_install(
