@@ -19,36 +19,26 @@ import json
 import sys
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from loopkit.cards import RunnerConfig
     from loopkit.cards.durable import CardRunRecord
     from loopkit.durable.runtime import DurableRuntime
 
-EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
+from loopkit.command_line import (
+    EXIT_BAD_INPUT,
+    EXIT_FAILED,
+    EXIT_OK,
+    OneLineParser,
+    positive_int,
+)
+
 STATES = ("running", "interrupted", "queued", "done", "failed", "cancelled")
 
 
-class _Parser(argparse.ArgumentParser):
-    """argparse with its usage errors on one line (exit status 2)."""
-
-    def error(self, message: str) -> NoReturn:
-        self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message} (see --help)\n")
-
-
-def _positive(value: str) -> int:
-    try:
-        number = int(value)
-    except ValueError:
-        number = 0
-    if number < 1:
-        raise argparse.ArgumentTypeError(f"{value!r}: expected a whole number of at least 1")
-    return number
-
-
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = _Parser(
+    parser = OneLineParser(
         prog="python -m loopkit.runs",
         description="Queue card runs for the workers (python -m loopkit.worker) and look at them.",
     )
@@ -56,7 +46,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--database", help="the durable runs' database (sqlite:///file or postgresql://...)"
     )
-    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
     enqueue = commands.add_parser("enqueue", help="queue a run of each card (prints each run's id)")
     enqueue.add_argument(
         "cards", type=Path, nargs="+", metavar="CARD", help="a card file (Markdown, front matter)"
@@ -65,7 +55,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     enqueue.add_argument("--model", help="the model (default: the config's, else scripted)")
     listing = commands.add_parser("list", help="the card runs, newest first")
     listing.add_argument("--state", choices=STATES, help="only runs in this state")
-    listing.add_argument("--limit", type=_positive, help="at most this many runs")
+    listing.add_argument("--limit", type=positive_int, help="at most this many runs")
     listing.add_argument("--json", action="store_true", help="one JSON object a line")
     show = commands.add_parser("show", help="one run's record")
     show.add_argument("run_id", metavar="ID")

@@ -20,12 +20,19 @@ import contextlib
 import re
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from loopkit.cards import RunnerConfig
 
-EXIT_OK, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 2, 130
+from loopkit.command_line import (
+    EXIT_BAD_INPUT,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    OneLineParser,
+    positive_int,
+)
+
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 
 _EPILOG = """\
@@ -38,13 +45,6 @@ a run in progress is interrupted and stays pending for the next worker).
 """
 
 
-class _Parser(argparse.ArgumentParser):
-    """argparse with its usage errors on one line (exit status 2)."""
-
-    def error(self, message: str) -> NoReturn:
-        self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message} (see --help)\n")
-
-
 def _name(value: str) -> str:
     if not _NAME.fullmatch(value):
         raise argparse.ArgumentTypeError(
@@ -53,18 +53,8 @@ def _name(value: str) -> str:
     return value
 
 
-def _positive(value: str) -> int:
-    try:
-        number = int(value)
-    except ValueError:
-        number = 0
-    if number < 1:
-        raise argparse.ArgumentTypeError(f"{value!r}: expected a whole number of at least 1")
-    return number
-
-
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = _Parser(
+    parser = OneLineParser(
         prog="python -m loopkit.worker",
         description="Take card runs from the durable queue and run them, one at a time, on this "
         "worker's own desktop.",
@@ -79,7 +69,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--name", type=_name, default="worker", help="the worker's name (default: worker)"
     )
     parser.add_argument(
-        "--max-runs", type=_positive, help="stop after this many runs have ended here"
+        "--max-runs", type=positive_int, help="stop after this many runs have ended here"
     )
     return parser.parse_args(argv)
 

@@ -23,6 +23,7 @@ from loopkit_ui.recording import ffmpeg_command
 from loopkit_ui.session import HeadlessDesktop
 from loopkit_ui.testing import UIServerClient, running_app
 from tests.installed import ffmpeg_or_unavailable
+from tests.processes import processes_with
 
 from .conftest import EXAMPLES_DIR, PYTHON
 
@@ -113,18 +114,6 @@ def test_a_recording_stops_at_its_limit(
         assert over.error and "max_seconds" in over.text
 
 
-def _processes_with(marker: str) -> list[int]:
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                if marker.encode() in Path(f"/proc/{entry}/environ").read_bytes():
-                    found.append(int(entry))
-            except OSError:
-                continue
-    return found
-
-
 def _ffmpeg_processes(path: Path) -> list[int]:
     found = []
     for entry in os.listdir("/proc"):
@@ -160,7 +149,7 @@ def test_a_recording_is_finished_when_the_server_ends(
         time.sleep(1.5)
         assert _ffmpeg_processes(path)
         if how != "stdin closed":
-            (server,) = [p for p in _processes_with(f"LOOPKIT_UI_RECORDING_TEST={tag}")
+            (server,) = [p for p in processes_with(f"LOOPKIT_UI_RECORDING_TEST={tag}")
                          if p not in _ffmpeg_processes(path)]  # fmt: skip
             os.kill(server, signal.SIGTERM if how == "SIGTERM" else signal.SIGKILL)
     finally:

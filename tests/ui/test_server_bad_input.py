@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.processes import processes_with
+
 from .conftest import PYTHON
 
 pytestmark = pytest.mark.integration
@@ -271,18 +273,6 @@ OUTPUT_CASES: list[Case] = [
 ]
 
 
-def _marked_processes(marker: str) -> list[int]:
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                if marker.encode() in Path(f"/proc/{entry}/environ").read_bytes():
-                    found.append(int(entry))
-            except OSError:
-                continue
-    return found
-
-
 def _run_refused(box: Sandbox, args: list[str], expect: str) -> subprocess.CompletedProcess[str]:
     marker = f"{MARKER}={box.root.name}"
     env = {**os.environ, "XDG_RUNTIME_DIR": str(box.runtime), MARKER: box.root.name}
@@ -302,7 +292,7 @@ def _run_refused(box: Sandbox, args: list[str], expect: str) -> subprocess.Compl
     # Nothing started, nothing created.
     assert not box.out.exists(), shown
     assert list(box.runtime.iterdir()) == [], shown
-    assert sys.platform != "linux" or _marked_processes(marker) == [], shown
+    assert sys.platform != "linux" or processes_with(marker) == [], shown
     return result
 
 

@@ -20,22 +20,11 @@ import pytest
 
 from loopkit_ui.session import HeadlessDesktop
 from loopkit_ui.testing import UIServerClient, running_app
+from tests.processes import processes_with
 
 from .conftest import EXAMPLES_DIR, PYTHON
 
 pytestmark = [pytest.mark.ui, pytest.mark.integration]
-
-
-def _processes_with(marker: str) -> list[int]:
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                if marker.encode() in Path(f"/proc/{entry}/environ").read_bytes():
-                    found.append(int(entry))
-            except OSError:
-                continue
-    return found
 
 
 def test_hung_application_times_out_and_recovers(
@@ -80,13 +69,13 @@ def test_launched_application_ends_with_the_server(
             "--launch-cwd", str(EXAMPLES_DIR), "--attach-timeout", "20"]  # fmt: skip
     with UIServerClient(args, env=env) as ui:
         assert ui.call("ui_get_text", target="SubtotalLabel").text == "Subtotal: 250.00"
-        launched = [p for p in _processes_with(marker)
+        launched = [p for p in processes_with(marker)
                     if Path(f"/proc/{p}/cmdline").read_bytes().endswith(b"-m\0invoice_app\0")]  # fmt: skip
         assert len(launched) == 1
     deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and launched[0] in _processes_with(marker):
+    while time.monotonic() < deadline and launched[0] in processes_with(marker):
         time.sleep(0.1)
-    assert launched[0] not in _processes_with(marker)
+    assert launched[0] not in processes_with(marker)
 
 
 def _mode(path: Path) -> int:
@@ -181,7 +170,7 @@ def test_stop_signal_ends_cleanly_with_130(
             server.stdin.write(_INITIALIZE)
             server.stdin.flush()
             assert '"id":1' in server.stdout.readline().replace(" ", "")
-        launched = [pid for pid in _processes_with(marker) if pid != server.pid]
+        launched = [pid for pid in processes_with(marker) if pid != server.pid]
         assert len(launched) == 1  # the sleep it launched
         if to_worker:
             _send_to_a_worker_thread(server.pid, signum)
@@ -193,9 +182,9 @@ def test_stop_signal_ends_cleanly_with_130(
             server.kill()
             server.wait()
         deadline = time.monotonic() + 10
-        while _processes_with(marker) and time.monotonic() < deadline:
+        while processes_with(marker) and time.monotonic() < deadline:
             time.sleep(0.1)
-        left = _processes_with(marker)
+        left = processes_with(marker)
         for pid in left:  # a failed run leaves nothing behind either
             os.kill(pid, signal.SIGKILL)
     assert "Traceback" not in server.stderr.read()

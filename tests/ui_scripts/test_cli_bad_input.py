@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from loopkit_ui.scripts.store import ResultStore
+from tests.processes import processes_with
 
 from .conftest import PYTHON, SCRIPTS
 
@@ -62,18 +63,6 @@ def box(tmp_path: Path) -> Box:
     return Box(tmp_path)
 
 
-def _marked(marker: str) -> list[int]:
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                if marker.encode() in Path(f"/proc/{entry}/environ").read_bytes():
-                    found.append(int(entry))
-            except OSError:
-                continue
-    return found
-
-
 def _scripts(box: Box, args: list[str]) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, MARKER: box.root.name}
     return subprocess.run([PYTHON, "-m", "loopkit_ui.scripts", *args], env=env, cwd=box.root,
@@ -92,7 +81,7 @@ def _assert_refused(box: Box, result: subprocess.CompletedProcess[str], expect: 
         assert len(lines) == 1 and expect in lines[0], shown
         assert " error: " in lines[0], shown
     assert not box.out.exists(), shown
-    assert sys.platform != "linux" or _marked(f"{MARKER}={box.root.name}") == [], shown
+    assert sys.platform != "linux" or processes_with(f"{MARKER}={box.root.name}") == [], shown
 
 
 # Files a script argument can be: (id, make it, text the message must contain)

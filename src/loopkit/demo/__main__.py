@@ -18,7 +18,7 @@ import signal
 import sys
 from pathlib import Path
 from types import FrameType
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING
 
 from loopkit.demo.desktop import STOP_SIGNALS as _STOP_SIGNALS
 from loopkit.demo.desktop import needs_headless_desktop as _needs_headless_desktop
@@ -29,7 +29,8 @@ if TYPE_CHECKING:
 
     from loopkit.cards import Card, RunnerConfig
 
-EXIT_DONE, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
+from loopkit.command_line import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED, OneLineParser
+from loopkit.command_line import EXIT_OK as EXIT_DONE
 
 _EPILOG = """\
 examples:
@@ -53,15 +54,8 @@ LOOPKIT_DATABASE_URL).
 _LIST = ""
 
 
-class _Parser(argparse.ArgumentParser):
-    """argparse with its usage errors on one line (exit status 2, as argparse does)."""
-
-    def error(self, message: str) -> NoReturn:
-        self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message} (see --help)\n")
-
-
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = _Parser(
+    parser = OneLineParser(
         prog="python -m loopkit.demo",
         description="Let a model implement a Kanban card in the invoice app, verified live "
         "through its UI, and commit the change.",

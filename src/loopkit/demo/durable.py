@@ -65,7 +65,8 @@ __all__ = [
     "runtime_for",
 ]
 
-EXIT_DONE, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
+from loopkit.command_line import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED
+from loopkit.command_line import EXIT_OK as EXIT_DONE
 
 #: What the model reads at the first request after a resume: the library's notice, and what
 #: it means in this demo.

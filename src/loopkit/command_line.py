@@ -1,0 +1,42 @@
+"""What loopkit's commands share: exit statuses and an argument parser with one-line errors.
+
+``python -m loopkit.demo``, ``loopkit.runs`` and ``loopkit.worker`` answer bad input the same
+way: one line naming the input and what was expected, exit status 2, nothing started.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import NoReturn
+
+__all__ = [
+    "EXIT_BAD_INPUT",
+    "EXIT_FAILED",
+    "EXIT_INTERRUPTED",
+    "EXIT_OK",
+    "OneLineParser",
+    "positive_int",
+]
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_BAD_INPUT = 2
+EXIT_INTERRUPTED = 130
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse with its usage errors on one line (exit status 2, as argparse does)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message} (see --help)\n")
+
+
+def positive_int(value: str) -> int:
+    """An argparse ``type``: a whole number of at least 1."""
+    try:
+        number = int(value)
+    except ValueError:
+        number = 0
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"{value!r}: expected a whole number of at least 1")
+    return number
