@@ -14,7 +14,10 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[2] / "src" / "loopkit"
-APPLICATION = ("cards", "demo")
+# The card-runner application: its domain (cards/), the demo, and the two commands that queue and
+# run cards (``python -m loopkit.runs``, ``python -m loopkit.worker``; named by the durable-runs
+# issue, so they sit at the package root beside the library).
+APPLICATION = ("cards", "demo", "runs.py", "worker.py")
 
 
 def imported_modules(path: Path) -> set[str]:
