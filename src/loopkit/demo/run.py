@@ -11,6 +11,7 @@ import asyncio
 import importlib
 import os
 import stat
+import sys
 from importlib import resources
 from pathlib import Path
 from types import ModuleType
@@ -137,6 +138,23 @@ def _tools_module(config: RunnerConfig) -> ModuleType:
     return module
 
 
+def _window_readiness(config: RunnerConfig) -> dict[str, Any]:
+    """``start_app`` waits until the app the UI server drives shows a window (the UI server's
+    ``--app-name``), checked by loopkit_ui's ``wait_app`` as a command: no fixed delay. Each check
+    waits at most 3 s, so an app that dies at start is seen between checks. Without an app name
+    the tools' own default (a one-second delay) stays."""
+    command = config.ui_server.command or []
+    if "--app-name" not in command[:-1] or command[:3] != [
+        sys.executable,
+        "-m",
+        "loopkit_ui.server",
+    ]:
+        return {}
+    app_name = command[command.index("--app-name") + 1]
+    probe = [sys.executable, "-m", "loopkit_ui.wait_app", "--app-name", app_name, "--timeout", "3"]
+    return {"app_ready": {"kind": "command", "command": probe, "timeout_s": 30, "interval_s": 0.05}}
+
+
 def tools_config(
     config: RunnerConfig, *, root: Path, app_folder: str, run_dir: Path
 ) -> tuple[ModuleType, Any]:
@@ -149,6 +167,7 @@ def tools_config(
         "read_folders": [app_folder, "docs"],
         "write_folders": [app_folder],
         "app_output_file": run_dir / "app-output.log",
+        **_window_readiness(config),
         **config.tools,
     }
     settings["app_env"] = {
