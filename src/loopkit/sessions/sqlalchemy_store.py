@@ -146,6 +146,8 @@ _DELETE_AT = sa.delete(_messages).where(_M.session_id == _SID, _M.seq == sa.bind
 _DELETE_MESSAGES = sa.delete(_messages).where(_M.session_id == _SID)
 _DELETE_SESSION = sa.delete(_sessions).where(_S.session_id == _SID)
 
+# How often to try creating the tables when other writers create them at the same moment.
+_CREATE_ATTEMPTS = 8
 # Engines whose tables exist (a cache of facts about engines, not configuration).
 _TABLES_READY: weakref.WeakSet[Engine] = weakref.WeakSet()
 
@@ -335,11 +337,16 @@ class SQLAlchemySession:
     def _ensure_tables(self) -> None:
         if not self._create_tables or self._engine in _TABLES_READY:
             return
-        try:
-            session_tables.create_all(self._engine, checkfirst=True)
-        except sa_exc.DBAPIError:
-            # Another process created them between our check and our CREATE: check again.
-            session_tables.create_all(self._engine, checkfirst=True)
+        # Other writers (threads with their own engine, other processes) may create the tables
+        # between our check and our CREATE, one table or index at a time: check again, a few
+        # times, since each round creates what is still missing.
+        for attempt in range(_CREATE_ATTEMPTS):
+            try:
+                session_tables.create_all(self._engine, checkfirst=True)
+                break
+            except sa_exc.DBAPIError:
+                if attempt == _CREATE_ATTEMPTS - 1:
+                    raise
         _TABLES_READY.add(self._engine)
 
     def _lock(self, conn: Connection, now: float, *, create: bool, grow: int = 0) -> bool:
