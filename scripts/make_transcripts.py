@@ -19,6 +19,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from loopkit.cards.config import DEFAULT_CORE_TOOLS
+from loopkit.middleware.tool_disclosure import LOAD_TOOLS, ToolDisclosure
 from loopkit_tools import ToolsConfig, page_lines
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -436,8 +438,37 @@ TRANSCRIPTS = {
 }
 
 
+#: The core tools a transcript's run offers (the card runner's ``core_tools``); a transcript
+#: played under another role or config with its own core set is listed here with it.
+CORE_TOOLS: dict[str, tuple[str, ...]] = {}
+
+
+def load_deferred_tools(transcript: dict[str, Any], core: tuple[str, ...]) -> dict[str, Any]:
+    """``transcript`` with one ``load_tools`` call, before the first use of any tool outside
+    ``core``, that loads every such tool the transcript calls (in the order of first use): a
+    careful model loads what it will need once, early, while the prompt is short (a load changes
+    the tools offered, which a provider's prompt cache sees as a new prompt)."""
+    disclosure = ToolDisclosure(core)
+    turns = transcript["turns"]
+    deferred: dict[str, int] = {}
+    for n, t in enumerate(turns):
+        for c in t.get("calls", []):
+            if not disclosure.is_core(c["name"]):
+                deferred.setdefault(c["name"], n)
+    if not deferred:
+        return transcript
+    load = call(LOAD_TOOLS, ok("Loaded"), names=list(deferred))
+    first_use = min(deferred.values())
+    if first_use > 0 and turns[0].get("calls"):
+        turns[0] = {**turns[0], "calls": [*turns[0]["calls"], load]}
+    else:
+        turns.insert(0, turn(load, text="Loading the tools I will need."))
+    return transcript
+
+
 def render(name: str) -> str:
-    return json.dumps(TRANSCRIPTS[name](), indent=1, ensure_ascii=False) + "\n"
+    transcript = load_deferred_tools(TRANSCRIPTS[name](), CORE_TOOLS.get(name, DEFAULT_CORE_TOOLS))
+    return json.dumps(transcript, indent=1, ensure_ascii=False) + "\n"
 
 
 def main() -> int:

@@ -33,6 +33,22 @@ DEFAULT_MAX_CARD_BYTES = 64 * 1024
 DEFAULT_REQUEST_TIMEOUT = 120.0
 #: A config file larger than this is not a config file.
 MAX_CONFIG_BYTES = 1_000_000
+#: The tools a card run offers the model on every request (``core_tools``): the local tools and
+#: the UI server's most used ones. The others are listed in ``load_tools`` and loaded on demand.
+DEFAULT_CORE_TOOLS = (
+    "list_files",
+    "read_file",
+    "write_file",
+    "build_app",
+    "start_app",
+    "stop_app",
+    "git_commit",
+    "ui_list_windows",
+    "ui_tree",
+    "ui_get_text",
+    "ui_click",
+    "ui_screenshot",
+)
 
 
 class ConfigError(LoopkitError):
@@ -99,6 +115,12 @@ class RunnerConfig(BaseSettings):
     tools_provider: str = Field(
         default="loopkit_tools",
         description="Module providing ToolsConfig and LocalTools (the local tools' plug-in).",
+    )
+    core_tools: list[str] = Field(
+        default_factory=lambda: list(DEFAULT_CORE_TOOLS),
+        description="Tools offered to the model on every request (names or fnmatch patterns "
+        "such as 'ui_get_*'); every other tool is listed by the load_tools tool and offered "
+        "once the model loads it. ['*'] offers every tool on every request (no load_tools).",
     )
     tools: dict[str, Any] = Field(
         default_factory=dict,

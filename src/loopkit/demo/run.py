@@ -113,7 +113,9 @@ def make_model(config: RunnerConfig, card_path: Path) -> ChatClient:
     if config.scripted:
         from loopkit.providers.scripted import ScriptedChatClient
 
-        return ScriptedChatClient(transcript_for(config, card_path), strict=config.strict)
+        return ScriptedChatClient(
+            transcript_for(config, card_path), strict=config.strict, require_offered=config.strict
+        )
     _check_key(config)
     from loopkit.providers.litellm import LiteLLMChatClient
 
@@ -327,6 +329,7 @@ def card_runner(
     request and tool call a checkpoint, retries inside the request's checkpoint)."""
     from loopkit.cards import CardRunner, MCPToolSource, RunLimits
     from loopkit.middleware.retry import RetryPolicy
+    from loopkit.middleware.tool_disclosure import ToolDisclosure
 
     sources: list[ToolSource] = [tools, MCPToolSource(ui_server_for(config, scratch.run_dir))]
     retry = None if config.scripted else RetryPolicy(max_attempts=config.retries)
@@ -336,6 +339,7 @@ def card_runner(
         "limits": RunLimits(config.max_rounds, config.max_tokens, config.max_output_tokens),
         "model_name": config.model,
         "sampling": {"temperature": config.temperature} if config.temperature is not None else {},
+        "disclosure": ToolDisclosure(config.core_tools),
     }
     if not durable:
         return CardRunner(model, sources=sources, retry=retry, **settings)
