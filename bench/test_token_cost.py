@@ -1,19 +1,25 @@
-"""Tokens for the delete card, counted the way the providers bill.
+"""Tokens of every bundled card, counted the way the providers bill.
 
-The same run (the bundled transcript of the delete card, played for real: files, build, the app,
-the UI server, git) is priced twice, request by request:
+Each card's bundled transcript is played for real (files, build, the app, the UI server, git), then
+the same conversation is priced three ways, request by request:
 
-- loopkit: tool results as plain text (cut above 4,000 characters), Anthropic prompt caching with
-  breakpoints on the system prompt + tools and on the latest turn, so each request reads the
-  previous request's prompt from the cache and writes only what is new;
-- naive: the same conversation with every result JSON-wrapped (an MCP result object, or a JSON
-  string for local functions), nothing cut, no caching.
+- now: what the card runner sends today. Progressive tool disclosure: each request offers the
+  core tools, ``load_tools`` and the tools loaded so far (appended, never reordered), with
+  compacted schemas; tool results as plain text (cut above 4,000 characters); Anthropic prompt
+  caching with breakpoints on the tools + system prompt and on the latest turn, so a request reads
+  the previous request's prompt from the cache and writes what is new; a request whose tools
+  differ from the previous one's (a load) reads nothing and writes everything (the tools come
+  first in the prompt);
+- before: the same with every tool offered on every request, full schemas (no ``load_tools``
+  call): what a run sent before disclosure, also cached;
+- naive: every tool, full schemas, every result JSON-wrapped (an MCP result object, or a JSON
+  string for local functions), no caching.
 
 Tokens are counted with litellm's offline tokenizer (o200k via tiktoken's bundled files) over the
 messages and the tool schemas of each request. Billed-equivalent input uses Anthropic's prices
 relative to plain input: cache writes x1.25, cache reads x0.1. The CardRunner article reports
-255,000 input tokens over 20 rounds for this card. Target: loopkit's billed-equivalent input is
-at most a quarter of the naive replay's.
+255,000 input tokens over 20 rounds for the delete card. Goals (issue 15): raw input now at most
+0.60 of before, billed-equivalent now at most 0.10 of naive, for every card.
 """
 
 from __future__ import annotations
@@ -22,20 +28,31 @@ import asyncio
 import json
 import os
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tests.demo.helpers import copy_card, run_demo
+from tests.demo.helpers import CARD_NAMES, copy_card, run_demo
 
-from loopkit import ChatMessage, ChatRole, FunctionCallContent, FunctionResultContent, Script
+from loopkit import (
+    ChatMessage,
+    ChatOptions,
+    ChatRole,
+    FunctionCallContent,
+    FunctionChatClient,
+    FunctionResultContent,
+    Script,
+    Tool,
+)
+from loopkit.cards.config import RunnerConfig
 from loopkit.cards.runner import CARD_PREFIX
 from loopkit.demo.run import bundled_transcripts, instructions
 from loopkit.mcp import MCPClient
+from loopkit.middleware.tool_disclosure import LOAD_TOOLS, ToolDisclosure, ToolDisclosureChatClient
 from loopkit.providers.litellm_mapping import to_openai_messages, to_openai_tools
 from loopkit_tools import LocalTools, ToolsConfig
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-CARD = "delete-asks-for-confirmation"
 ARTICLE_INPUT_TOKENS = 255_000
 CACHE_WRITE, CACHE_READ = 1.25, 0.1
 TOKENIZER_MODEL = "gpt-4o"
@@ -58,9 +75,16 @@ def naive_text(name: str, result: str, ui_tools: set[str]) -> str:
 
 
 def conversations(
-    card_text: str, script: Script, results: list[str], naive: bool, ui_tools: set[str]
+    card_text: str,
+    script: Script,
+    results: list[str],
+    ui_tools: set[str],
+    *,
+    naive: bool = False,
+    loads: bool = True,
 ) -> list[list[ChatMessage]]:
-    """The message list of every request of the run."""
+    """The message list of every request of the run; ``naive``: results JSON-wrapped; without
+    ``loads``, the ``load_tools`` calls and their answers left out."""
     messages = [
         ChatMessage.from_text(ChatRole.SYSTEM, instructions()),
         ChatMessage.from_text(ChatRole.USER, CARD_PREFIX + card_text),
@@ -72,65 +96,121 @@ def conversations(
             FunctionCallContent(call_id=c.id or f"call_{n}_{i}", name=c.name, arguments=c.arguments)
             for i, c in enumerate(turn.calls, start=1)
         ]
+        answers = [
+            FunctionResultContent(
+                call_id=c.call_id, result=naive_text(c.name, text, ui_tools) if naive else text
+            )
+            for c, text in zip(calls, [next(it) for _ in calls], strict=True)
+        ]
+        if not loads:  # no disclosure: no load_tools call, nor its answer
+            keep = [i for i, c in enumerate(calls) if c.name != LOAD_TOOLS]
+            calls, answers = [calls[i] for i in keep], [answers[i] for i in keep]
+            if not calls and not turn.text:
+                continue
         contents: list[Any] = [
             *([{"type": "text", "text": turn.text}] if turn.text else []),
             *calls,
         ]
         messages.append(ChatMessage.model_validate({"role": "assistant", "contents": contents}))
-        answers = []
-        for c in calls:
-            text = next(it)
-            answers.append(
-                FunctionResultContent(
-                    call_id=c.call_id, result=naive_text(c.name, text, ui_tools) if naive else text
-                )
-            )
-        messages.append(ChatMessage(role=ChatRole.TOOL, contents=answers))
+        if answers:
+            messages.append(ChatMessage(role=ChatRole.TOOL, contents=answers))
         requests.append(list(messages))
     return requests
 
 
-async def tool_schemas() -> tuple[list[dict[str, Any]], set[str]]:
+async def all_tools() -> tuple[list[Tool], set[str]]:
     local = LocalTools(ToolsConfig()).tools
     async with MCPClient.stdio(sys.executable, ["-m", "loopkit_ui.server"], inherit_env=True) as ui:
         remote = await ui.list_tools()
-    return to_openai_tools([*local, *remote]), {t.name for t in remote}
+    return [*local, *remote], {t.name for t in remote}
 
 
-def test_token_cost_of_the_delete_card(tmp_path: Path) -> None:
-    run = run_demo(tmp_path, copy_card(tmp_path, CARD))
+@dataclass
+class Priced:
+    """One way of sending a run: input tokens per request and what caching makes of them."""
+
+    plain: list[int]
+    cached: list[int]
+
+    @property
+    def total(self) -> int:
+        return sum(self.plain)
+
+    @property
+    def written(self) -> int:
+        return self.total - sum(self.cached)
+
+    @property
+    def billed(self) -> float:
+        return self.written * CACHE_WRITE + sum(self.cached) * CACHE_READ
+
+
+def priced(requests: list[list[ChatMessage]], offered: list[list[Tool]], cache: bool) -> Priced:
+    plain = [count(m, to_openai_tools(t)) for m, t in zip(requests, offered, strict=True)]
+    if not cache:
+        return Priced(plain, [0] * len(plain))
+    # Request k reads request k-1's whole prompt, unless its tools changed (they come first).
+    cached = [0] + [
+        plain[k - 1] if [t.name for t in offered[k]] == [t.name for t in offered[k - 1]] else 0
+        for k in range(1, len(plain))
+    ]
+    return Priced(plain, cached)
+
+
+def price_card(tmp_path: Path, card: str, tools: list[Tool], ui_tools: set[str]) -> dict[str, Any]:
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    run = run_demo(tmp_path, copy_card(tmp_path, card))
     assert run.returncode == 0, run.output
     tool_events = [e["data"] for e in run.events() if e["type"] == "tool"]
-    script = Script.load(bundled_transcripts()[CARD])
+    script = Script.load(bundled_transcripts()[card])
     assert len(tool_events) == sum(len(t.calls) for t in script.turns)
     results = [e["result"] for e in tool_events]  # exactly what the model was sent
-    schemas, ui_tools = asyncio.run(tool_schemas())
-    card_text = (Path(__file__).parents[1] / "examples" / "cards" / f"{CARD}.md").read_text()
+    card_text = (Path(__file__).parents[1] / "examples" / "cards" / f"{card}.md").read_text()
 
-    plain = [count(m, schemas) for m in conversations(card_text, script, results, False, ui_tools)]
-    naive = [count(m, schemas) for m in conversations(card_text, script, results, True, ui_tools)]
+    disclosure = ToolDisclosure(RunnerConfig().core_tools)
+    shaper = ToolDisclosureChatClient(FunctionChatClient(lambda *_: ""), disclosure)
+    options = ChatOptions(tools=disclosure.tools(tools))
+    now_requests = conversations(card_text, script, results, ui_tools)
+    now = priced(now_requests, [shaper.offered(m, options) for m in now_requests], cache=True)
+    old_requests = conversations(card_text, script, results, ui_tools, loads=False)
+    before = priced(old_requests, [tools] * len(old_requests), cache=True)
+    naive_requests = conversations(card_text, script, results, ui_tools, naive=True, loads=False)
+    naive = priced(naive_requests, [tools] * len(naive_requests), cache=False)
+    assert now.total < before.total < naive.total
+    return {"card": card, "now": now, "before": before, "naive": naive}
 
-    # Anthropic caching with a breakpoint on the latest turn: request k reads request k-1's
-    # prompt from the cache and writes the rest.
-    cached = [0, *plain[:-1]]
-    written = [p - c for p, c in zip(plain, cached, strict=True)]
-    billed = sum(written) * CACHE_WRITE + sum(cached) * CACHE_READ
-    naive_total = sum(naive)
-    ratio = billed / naive_total
-    rows = [
-        ("rounds", len(plain), len(naive)),
-        ("input tokens", sum(plain), naive_total),
-        ("  of which cache reads", sum(cached), 0),
-        ("  of which cache writes", sum(written), 0),
-        ("billed-equivalent input", round(billed), naive_total),
+
+def test_token_cost_of_every_bundled_card(tmp_path: Path) -> None:
+    tools, ui_tools = asyncio.run(all_tools())
+    cards = sorted(bundled_transcripts())
+    assert set(CARD_NAMES) <= set(cards)
+    rows = [price_card(tmp_path / card, card, tools, ui_tools) for card in cards]
+    print(f"\n\ntoken cost per card ({TOKENIZER_MODEL} tokenizer, Anthropic cache prices)")
+    header = [
+        "card",
+        "rounds",
+        "raw now",
+        "raw before",
+        "now/before",
+        "billed now",
+        "billed before",
+        "naive",
+        "now/naive",
+        "before/naive",
     ]
-    print(
-        f"\n\ntoken cost of the delete card ({TOKENIZER_MODEL} tokenizer, Anthropic cache prices)"
-    )
-    print(f"{'':28}{'loopkit':>12}{'naive':>12}")
-    for label, ours, theirs in rows:
-        print(f"{label:28}{ours:>12,}{theirs:>12,}")
-    print(f"plain text alone (no caching): {sum(plain) / naive_total:.2f} of the naive input")
-    print(f"billed-equivalent ratio loopkit / naive: {ratio:.3f} (target <= 0.25)")
-    print(f"the article's run of this card: {ARTICLE_INPUT_TOKENS:,} input tokens in 20 rounds")
-    assert sum(plain) < naive_total  # plain text is never longer than its JSON wrapping
+    print(" | ".join(header))
+    for r in rows:
+        now, before, naive = r["now"], r["before"], r["naive"]
+        print(
+            f"{r['card']} | {len(now.plain)} | {now.total:,} | {before.total:,} | "
+            f"{now.total / before.total:.3f} | {round(now.billed):,} | {round(before.billed):,} | "
+            f"{naive.total:,} | {now.billed / naive.total:.3f} | {before.billed / naive.total:.3f}"
+        )
+    for r in rows:
+        now = r["now"]
+        print(
+            f"{r['card']}: now {sum(now.cached):,} cache reads, {now.written:,} cache writes; "
+            f"tools offered on the first request: {len(now.plain) and ''}"
+        )
+    print("goals: raw now/before <= 0.60, billed now/naive <= 0.10")
+    print(f"the article's run of the delete card: {ARTICLE_INPUT_TOKENS:,} input tokens, 20 rounds")

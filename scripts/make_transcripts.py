@@ -16,6 +16,7 @@ import argparse
 import json
 import re
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -28,10 +29,26 @@ APP = ROOT / "examples" / "invoice_app"
 OUT = ROOT / "src" / "loopkit" / "demo" / "transcripts"
 
 
+#: The (old, new) pairs of the patches made since the last :func:`edits` (one fix at a time).
+PATCHES: list[tuple[str, str]] = []
+
+
 def patch(text: str, old: str, new: str) -> str:
     if text.count(old) != 1:
         raise SystemExit(f"make_transcripts: the app changed; cannot find exactly one {old!r}")
+    PATCHES.append((old, new))
     return text.replace(old, new)
+
+
+def edits(file: str, fix: Callable[[], str]) -> list[dict[str, Any]]:
+    """The edit_file calls that make ``fix``'s change to ``file``, one per patch, in order (each
+    ``old`` is unique in the file as it is at that edit, as :func:`patch` checks)."""
+    PATCHES.clear()
+    fix()
+    path = f"invoice_app/{file}"
+    return [
+        call("edit_file", ok(f"Edited {path}"), path=path, old=old, new=new) for old, new in PATCHES
+    ]
 
 
 # -- the fixes -------------------------------------------------------------------------------
@@ -260,12 +277,7 @@ def discount_card() -> dict[str, Any]:
             text_of("TotalLabel", "Total: 250.00"),
         ),
         turn(
-            call(
-                "write_file",
-                ok("Wrote invoice_app/model.py"),
-                path="invoice_app/model.py",
-                content=fixed_model(),
-            ),
+            *edits("model.py", fixed_model),
             text="The total ignores discount_amount; subtracting it in Invoice.total.",
         ),
         *build_and_restart(),
@@ -317,12 +329,7 @@ def delete_card() -> dict[str, Any]:
             text_of("TotalLabel", "Total: 200.00"), text="The row went at once, without a question."
         ),
         turn(
-            call(
-                "write_file",
-                ok("Wrote invoice_app/main_window.py"),
-                path="invoice_app/main_window.py",
-                content=fixed_delete(),
-            ),
+            *edits("main_window.py", fixed_delete),
             text="Adding a Yes/No confirmation that names the item.",
         ),
         *build_and_restart(),
@@ -385,12 +392,7 @@ def validation_card() -> dict[str, Any]:
             text="Accepted as typed: the total goes negative.",
         ),
         turn(
-            call(
-                "write_file",
-                ok("Wrote invoice_app/main_window.py"),
-                path="invoice_app/main_window.py",
-                content=fixed_validation(),
-            ),
+            *edits("main_window.py", fixed_validation),
             text="Refusing negative and non-numeric quantity and price in _on_item_changed.",
         ),
         *build_and_restart(),

@@ -1,6 +1,6 @@
-"""``LocalTools``: the seven guarded local tools (plus optional ``run_tests``) as loopkit Tools.
+"""``LocalTools``: the eight guarded local tools (plus optional ``run_tests``) as loopkit Tools.
 
-There is no shell: the model can list, read and write files inside the allowed folders, build,
+There is no shell: the model can list, read, write and edit files inside the allowed folders, build,
 start and stop the configured app, run its tests and commit the writable folders. Nothing else.
 Every path goes through :class:`~loopkit_tools.workspace.WorkspaceGuard` first.
 
@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import os
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import IO, Annotated, Any
@@ -61,9 +62,10 @@ class LocalTools:
         self._app_output: Path | None = None
         self._own_output_dir: tempfile.TemporaryDirectory[str] | None = None
         self._lock = asyncio.Lock()  # one process operation at a time (parallel tool calls)
+        self._edit_lock = threading.Lock()  # edits read, change and write a file: one at a time
         # A plain attribute (not a property) so LocalTools satisfies loopkit.cards.ToolSource.
         self.tools: list[Tool] = self._make_tools()
-        """The tools to hand to the model: seven, plus ``run_tests`` when a test command is set."""
+        """The tools to hand to the model: eight, plus ``run_tests`` when a test command is set."""
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -123,6 +125,36 @@ class LocalTools:
     ) -> str:
         size = self.guard.write_text(path, content)
         return f"Wrote {path} ({size} bytes)."
+
+    def edit_file(
+        self,
+        path: Annotated[str, "a file path relative to the workspace, in a writable folder"],
+        old: Annotated[str, "the exact text to replace, as read_file shows it; unique in the file"],
+        new: Annotated[str, "the text that replaces it"],
+    ) -> str:
+        if not old:
+            raise ToolError("old is empty; give the exact text to replace (or use write_file)")
+        with self._edit_lock:
+            text = self.guard.read_text(path)
+            if text.endswith(" are shown]") and "\n[... cut: the file has " in text:
+                raise ToolError(
+                    f"{path} is larger than the file size limit; it cannot be edited in place"
+                )
+            found = text.count(old)
+            if found != 1:
+                hint = (
+                    "check it against read_file (spaces, indentation, line ends)"
+                    if found == 0
+                    else "include more of the surrounding lines to make it unique"
+                )
+                raise ToolError(
+                    f"old occurs {found} times in {path}; it must occur exactly once: {hint}"
+                )
+            start = text.index(old)
+            line = text.count("\n", 0, start) + 1
+            size = self.guard.write_text(path, text.replace(old, new, 1))
+        shown = f"lines {line}-{line + new.count(chr(10))}" if "\n" in new else f"line {line}"
+        return f"Edited {path}: {shown} now hold the new text ({size} bytes in all)."
 
     # ------------------------------------------------------------------ build and tests
 
@@ -318,7 +350,13 @@ class LocalTools:
                 f"Writes one file under {writable} with its COMPLETE new content (not a diff, not "
                 "an excerpt): read_file it first and send back the whole file with your change. "
                 "Creates the file, and its folders, if they do not exist; new names must be "
-                "visible text (no control, bidirectional or zero-width characters)."
+                "visible text (no control, bidirectional or zero-width characters). For a change "
+                "to part of a file, edit_file sends less."
+            ),
+            "edit_file": (
+                f"Changes part of one file under {writable}: replaces the exact text old (as "
+                "read_file shows it, with its indentation; it must occur exactly once, so include "
+                "enough lines to make it unique) with new. Call it once per change."
             ),
             "build_app": (
                 f"Builds the app ({build}). Call stop_app first if the app is running; the "
@@ -351,6 +389,7 @@ class LocalTools:
             "list_files",
             "read_file",
             "write_file",
+            "edit_file",
             "build_app",
             "start_app",
             "stop_app",

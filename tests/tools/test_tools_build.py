@@ -155,6 +155,7 @@ def test_every_description_says_when_to_call_it(workspace: Workspace) -> None:
         "list_files",
         "read_file",
         "write_file",
+        "edit_file",
         "build_app",
         "start_app",
         "stop_app",

@@ -39,6 +39,7 @@ DEFAULT_CORE_TOOLS = (
     "list_files",
     "read_file",
     "write_file",
+    "edit_file",
     "build_app",
     "start_app",
     "stop_app",
