@@ -224,7 +224,68 @@ def read_in_parts(path: str, marker: str) -> list[dict[str, Any]]:
         start, column = int(where.group(1)), int(where.group(2) or 1)
 
 
-def common_start(file: str, marker: str) -> list[dict[str, Any]]:
+#: Lines read from the top of a long file (its docstring and imports), and around each place
+#: a fix changes.
+HEAD_LINES = 30
+CONTEXT_LINES = 8
+
+
+def first_line(text: str) -> str:
+    return next(line.strip() for line in text.splitlines() if line.strip())
+
+
+def read_where_the_fix_goes(file: str, fix: Callable[[], str]) -> list[dict[str, Any]]:
+    """The turns that read what the fix needs: a file that fits in one read_file part whole; a
+    longer one as a careful model does, by finding where each change goes (search_files, one
+    search for the first line of each patched piece), then reading the file's top and each
+    place with some lines around it (read_file with start_line and max_lines)."""
+    path = f"invoice_app/{file}"
+    text = (ROOT / "examples" / path).read_text(encoding="utf-8")
+    PATCHES.clear()
+    fix()
+    patches = list(PATCHES)
+    if len(text) <= ToolsConfig().max_read_chars:
+        return [turn(*read_in_parts(path, first_line(patches[0][0])))]
+    searches, ranges = [], [(1, HEAD_LINES)]
+    for old, _new in patches:
+        if text.count(old) != 1:
+            continue  # a piece that an earlier patch makes: read with that one
+        needle = first_line(old)
+        definition = re.match(r"(?:async )?(?:def|class) \w+", needle)
+        needle = definition.group(0) if definition else needle  # as one would search for it
+        start = text[: text.index(old)].count("\n") + 1
+        line = start + next(i for i, s in enumerate(old.splitlines()) if s.strip())
+        end = start + old.rstrip("\n").count("\n")
+        searches.append(
+            call("search_files", ok(f"{path}:{line}: "), text=needle, folder="invoice_app")
+        )
+        ranges.append((max(1, start - CONTEXT_LINES), end + CONTEXT_LINES))
+    merged: list[tuple[int, int]] = []
+    for first, last in sorted(ranges):
+        if merged and first <= merged[-1][1] + 1:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], last))
+        else:
+            merged.append((first, last))
+    reads = []
+    for first, last in merged:
+        shown = [
+            first_line(old) for old, _ in patches if first_line(old) in _lines(text, first, last)
+        ]
+        arguments: dict[str, Any] = {"path": path, "max_lines": last - first + 1}
+        if first != 1:
+            arguments["start_line"] = first
+        reads.append(call("read_file", ok(*shown), **arguments))
+    return [
+        turn(*searches, text=f"{file} is long: finding where the change goes."),
+        turn(*reads),
+    ]
+
+
+def _lines(text: str, first: int, last: int) -> str:
+    return "\n".join(text.splitlines()[first - 1 : last])
+
+
+def common_start(file: str, fix: Callable[[], str]) -> list[dict[str, Any]]:
     return [
         turn(
             call(
@@ -235,7 +296,7 @@ def common_start(file: str, marker: str) -> list[dict[str, Any]]:
             call("read_file", ok("Every control has an accessible id"), path="docs/CODING.md"),
             text="I will look at the app's files first.",
         ),
-        turn(*read_in_parts(f"invoice_app/{file}", marker)),
+        *read_where_the_fix_goes(file, fix),
         turn(call("start_app", ok("The app is running")), text="Now the live app."),
         turn(call("ui_list_windows", ok("Invoice Editor"))),
     ]
@@ -266,7 +327,7 @@ def finish(title: str, body: str, file: str, summary: str) -> list[dict[str, Any
 
 def discount_card() -> dict[str, Any]:
     title = "The total should subtract the discount"
-    turns = common_start("model.py", "return self.subtotal")
+    turns = common_start("model.py", fixed_model)
     turns += [
         turn(
             call("ui_type_text", acted(), target="DiscountInput", text="10"),
@@ -318,7 +379,7 @@ def delete_card() -> dict[str, Any]:
         target="DeleteSelectedButton",
         expect_appear=[dialog],
     )
-    turns = common_start("main_window.py", "def delete_selected")
+    turns = common_start("main_window.py", fixed_delete)
     turns += [
         turn(
             call("ui_click", acted(), target="ItemsTable", row=1, column=0),
@@ -383,7 +444,7 @@ def validation_card() -> dict[str, Any]:
             "ui_set_cell", {"error": False}, table="ItemsTable", row=row, column=column, text=value
         )
 
-    turns = common_start("main_window.py", "def _on_item_changed")
+    turns = common_start("main_window.py", fixed_validation)
     turns += [
         turn(set_cell(0, 1, "-3"), text="Reproducing: a negative quantity."),
         turn(

@@ -55,13 +55,11 @@ __all__ = ["TIMINGS", "build_server"]
 # Typical times measured with bench/test_ui_bench.py (Xvfb, 2 shared cores, MCP over stdio);
 # they go into the tool descriptions so a model can plan. Keep them in step with the bench.
 TIMINGS = {
-    "click": "about 30 ms when the click has a visible effect on a small app (the invoice "
-    "app, 35 nodes), about 40 ms with diff; on a 500-node tree about 90 ms, 110 with diff; "
-    "about 130 ms with method=action; about 300 ms when nothing happens, as it waits that long "
-    "for a first accessibility event",
+    "click": "about 30 ms with a visible effect on the invoice app (90 ms on a 500-node tree, "
+    "130 ms with method=action, 300 ms when nothing happens)",
     "read": "about 3 ms",
-    "tree": "about 10 ms for 35 or 500 nodes (a copy kept current by the app's events; the "
-    "first call reads the whole tree, about 0.5 ms a node)",
+    "tree": "about 10 ms (a copy kept current by the app's events; the first call about "
+    "0.5 ms a node)",
     "type": "about 25 ms",
     "set_cell": "about 45 ms",
     "windows": "about 5 ms",
@@ -70,7 +68,7 @@ TIMINGS = {
 
 Target = Annotated[
     str,
-    Field(description="the element's accessible id (tried first) or its name (visible label)"),
+    Field(description="the element's accessible id (tried first) or its visible name"),
 ]
 Row = Annotated[int | None, Field(description="table row (from 0) when target is a table")]
 Column = Annotated[int | None, Field(description="table column (from 0) with row")]
@@ -102,7 +100,7 @@ Screenshot = Annotated[CallToolResult, ScreenshotAnswer]
 
 _LOCATE = "Elements are found by id first, then by name; with row and column the target is a table."
 _ACTION_ANSWER = (
-    "Answers with success, id, ms, effect (how it was confirmed), active_dialog and windows "
+    "Answers success, id, ms, effect (how it was confirmed), active_dialog and windows "
     "(count, opened, closed)."
 )
 

@@ -108,12 +108,13 @@ def test_a_durable_demo_run_killed_inside_a_tool_call_is_resumed_to_done(tmp_pat
     types = Counter(e["type"] for e in events)
     assert (types["start"], types["interrupted"], types["resumed"], types["result"]) == (1, 1, 1, 1)
     rounds = [e["data"]["round"] for e in events if e["type"] == "round"]
-    assert rounds == list(range(1, 25))  # every round once, in order, across both processes
+    # every round once, in order, across both processes
+    assert rounds == list(range(1, _requests_of(CARD) + 1))
     builds = [e for e in events if e["type"] == "tool" and e["data"]["name"] == "build_app"]
     assert len(builds) == 1  # the build in flight ran again: logged once, by the resumed run
     resumed_line = next(e for e in events if e["type"] == "resumed")
-    # Rounds 1-10 (the 10th asked for the build) were replayed, not asked again.
-    assert resumed_line["data"]["replayed"]["model"] == 10
+    # The rounds up to the one that asked for the build were replayed, not asked again.
+    assert resumed_line["data"]["replayed"]["model"] == _build_round(CARD)
     assert events.index(resumed_line) < events.index(builds[0])
     assert events[-1]["type"] == "result" and events[-1]["data"]["status"] == "done"
 
@@ -176,7 +177,7 @@ def test_a_durable_demo_run_killed_inside_a_model_request_is_resumed_to_done(
     text = resumed.stdout + resumed.stderr
     assert resumed.returncode == 0, text
     assert Card.load(card).state == CardState.DONE
-    # 24 requests completed, each once; only request k (in flight at the kill) was sent twice.
+    # every request completed, each once; only request k (in flight at the kill) was sent twice.
     assert len(requests) == len(script.turns) + 1
     sizes = [len(r.body["messages"]) for r in requests]
     assert sizes[k - 1] == sizes[k] - 1  # the resumed request k also carries the notice
@@ -201,7 +202,28 @@ def test_a_durable_demo_run_killed_inside_a_model_request_is_resumed_to_done(
             assert call.expect.problems(result) == [], (n, call.name)
     log = next(runs.glob("*/run.jsonl"))
     events = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
-    assert [e["data"]["round"] for e in events if e["type"] == "round"] == list(range(1, 25))
+    assert [e["data"]["round"] for e in events if e["type"] == "round"] == list(
+        range(1, len(script.turns) + 1)
+    )
     resumed_line = next(e for e in events if e["type"] == "resumed")
     assert resumed_line["data"]["replayed"]["model"] == k - 1
     assert key not in log.read_text() and key not in text
+
+
+def _requests_of(card: str) -> int:
+    """The model requests of ``card``'s bundled transcript (one per turn)."""
+    from loopkit import Script
+    from loopkit.demo.run import bundled_transcripts
+
+    return len(Script.load(bundled_transcripts()[card]).turns)
+
+
+def _build_round(card: str) -> int:
+    """The round (from 1) in which ``card``'s bundled transcript asks for the build."""
+    from loopkit import Script
+    from loopkit.demo.run import bundled_transcripts
+
+    turns = Script.load(bundled_transcripts()[card]).turns
+    return next(
+        n for n, t in enumerate(turns, start=1) if any(c.name == "build_app" for c in t.calls)
+    )

@@ -37,6 +37,7 @@ MAX_CONFIG_BYTES = 1_000_000
 #: the UI server's most used ones. The others are listed in ``load_tools`` and loaded on demand.
 DEFAULT_CORE_TOOLS = (
     "list_files",
+    "search_files",
     "read_file",
     "write_file",
     "edit_file",

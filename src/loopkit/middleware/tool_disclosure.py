@@ -3,7 +3,7 @@
 Every request carries the schemas of every tool it offers; with thirty tools they are most of a
 card run's input. :class:`ToolDisclosure` offers the model only the tools of a configurable
 core set (``fnmatch`` patterns over the names) and one more tool, ``load_tools``, whose
-description lists the others by name with a one-line summary. A successful ``load_tools`` call
+description lists the others by name. A successful ``load_tools`` call
 adds the tools it names to every later request of the conversation: appended after the tools
 already offered, in the order loaded, never reordering them, so a provider's prompt cache keeps
 everything before the newly loaded schemas (loading early, when the conversation is short, is
@@ -23,7 +23,6 @@ its other clients, are unchanged: they still validate every call against their f
 from __future__ import annotations
 
 import fnmatch
-import re
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -38,7 +37,6 @@ __all__ = ["LOAD_TOOLS", "ToolDisclosure", "ToolDisclosureChatClient", "compact_
 
 #: The name of the tool that loads the others.
 LOAD_TOOLS = "load_tools"
-_SUMMARY_CHARS = 70
 
 
 def compact_schema(schema: dict[str, Any]) -> dict[str, Any]:
@@ -95,21 +93,17 @@ class _Shown:
         return await self.tool.invoke(arguments)
 
 
-def _summary(description: str) -> str:
-    first = re.split(r"(?<=[.;:])\s", description.strip(), maxsplit=1)[0].rstrip(".;:")
-    return first if len(first) <= _SUMMARY_CHARS else first[: _SUMMARY_CHARS - 1] + "…"
-
-
 class _LoadTools:
-    """The ``load_tools`` tool for one set of deferred tools."""
+    """The ``load_tools`` tool for one set of deferred tools: their names in its description
+    (as Claude Code lists deferred MCP tools), their schemas once loaded."""
 
     def __init__(self, deferred: Sequence[Tool], name: str) -> None:
         self._names = [t.name for t in deferred]
-        catalogue = "\n".join(f"- {t.name}: {_summary(t.description)}" for t in deferred)
         self.name = name
         self.description = (
-            "Load more tools by name; they can be called from your next turn on. Load all you "
-            f"expect to need at once, early. Available:\n{catalogue}"
+            "Load more tools by name, callable from your next turn on (each then comes with its "
+            f"description). Load all you will need at once, early. Available: "
+            f"{', '.join(self._names)}."
         )
         self.parameters: dict[str, Any] = {
             "type": "object",

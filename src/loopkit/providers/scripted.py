@@ -234,9 +234,9 @@ class ScriptedChatClient:
 
     @staticmethod
     def _check_offered(turn: ScriptedTurn, turn_no: int, options: ChatOptions | None) -> None:
-        offered = set()
-        if options is not None and (options.tool_mode is None or options.tool_mode.kind != "none"):
-            offered = {t.name for t in options.tools}
+        if options is None or (options.tool_mode is not None and options.tool_mode.kind == "none"):
+            return  # a request without tools (the loop's last): what the loop does with calls
+        offered = {t.name for t in options.tools}
         for call in turn.calls:
             if call.name not in offered:
                 raise ScriptDivergedError(

@@ -1,4 +1,5 @@
-"""edit_file: one exact, unique piece of a file replaced, through the same guard as write_file."""
+"""search_files and edit_file: finding lines, and one exact, unique piece of a file replaced
+through the same guard as write_file."""
 
 from __future__ import annotations
 
@@ -56,3 +57,36 @@ async def test_edit_goes_through_the_guard(tools: LocalTools, workspace: Workspa
     assert workspace.marker in (workspace.outside / "secret.txt").read_text()
     with pytest.raises(ToolError, match="larger than the file size limit"):
         await edit.invoke({"path": "invoice_app/huge.txt", "old": "abcdefghij" * 2, "new": "x"})
+
+
+async def test_search_names_path_and_line_and_never_leaves_the_workspace(
+    tools: LocalTools, workspace: Workspace
+) -> None:
+    (workspace.repo / "invoice_app" / "sub" / "y.py").write_text("a = 1\n\ndef total():\n")
+    search = tool_by_name(tools, "search_files")
+    answer = await search.invoke({"text": "def total"})
+    lines = answer.splitlines()
+    assert "invoice_app/main.py:1: def total(a, b):" in lines
+    assert "invoice_app/sub/y.py:3: def total():" in lines
+    assert "binary or not UTF-8" in lines[-1]  # blob.bin was skipped, and said so
+    assert await search.invoke({"text": "def total", "folder": "invoice_app/sub"}) == (
+        "invoice_app/sub/y.py:3: def total():"
+    )
+    # the secret marker is in files outside the readable folders and behind links out
+    assert workspace.marker not in await search.invoke({"text": "TOPSECRET"})
+    assert (await search.invoke({"text": "no such text"})).startswith(
+        "(no line contains 'no such text' under the readable folders)"
+    )
+    with pytest.raises(ToolError, match="text: expected the text of one line"):
+        await search.invoke({"text": "a\nb"})
+
+
+async def test_search_caps_its_answer(workspace: Workspace) -> None:
+    (workspace.repo / "invoice_app" / "many.py").write_text("x = 1\n" * 30)
+    tools = LocalTools(workspace.config(max_output_lines=10))
+    answer = await tool_by_name(tools, "search_files").invoke(
+        {"text": "x = 1", "folder": "invoice_app"}
+    )
+    lines = answer.splitlines()
+    assert lines[:10] == [f"invoice_app/many.py:{n}: x = 1" for n in range(1, 11)]
+    assert lines[10] == "[20 more matching lines not shown; search a folder or a longer text]"
