@@ -6,10 +6,10 @@ the same conversation is priced three ways, request by request:
 - now: what the card runner sends today. Progressive tool disclosure: each request offers the
   core tools, ``load_tools`` and the tools loaded so far (appended, never reordered), with
   compacted schemas; tool results as plain text (cut above 4,000 characters); Anthropic prompt
-  caching with breakpoints on the tools + system prompt and on the latest turn, so a request reads
-  the previous request's prompt from the cache and writes what is new; a request whose tools
-  differ from the previous one's (a load) reads nothing and writes everything (the tools come
-  first in the prompt);
+  caching with breakpoints on the last tool, the system prompt and the latest turn, so a request
+  reads the previous request's prompt from the cache and writes what is new; a request whose
+  tools differ from the previous one's (a load) reads only the leading tools it shares with it
+  and writes the rest again (the tools come first in the prompt: see ``priced``);
 - before: the same conversation with every tool offered on every request, full schemas (no
   ``load_tools`` call): what disclosure alone saves, also cached;
 - naive: every tool, full schemas, every result JSON-wrapped (an MCP result object, or a JSON
@@ -75,6 +75,12 @@ def count(messages: list[ChatMessage], tool_schemas: list[dict[str, Any]]) -> in
             model=TOKENIZER_MODEL, messages=to_openai_messages(messages), tools=tool_schemas
         )
     )
+
+
+def schema_tokens(tools: list[Tool]) -> int:
+    """The tokens of ``tools``' schemas alone."""
+    stub = [ChatMessage.from_text(ChatRole.USER, "x")]
+    return count(stub, to_openai_tools(tools)) - count(stub, [])
 
 
 def naive_text(name: str, result: str, ui_tools: set[str]) -> str:
@@ -154,15 +160,31 @@ class Priced:
         return self.written * CACHE_WRITE + sum(self.cached) * CACHE_READ
 
 
-def priced(requests: list[list[ChatMessage]], offered: list[list[Tool]], cache: bool) -> Priced:
+def priced(
+    requests: list[list[ChatMessage]],
+    offered: list[list[Tool]],
+    cache: bool,
+    look_back: bool = True,
+) -> Priced:
     plain = [count(m, to_openai_tools(t)) for m, t in zip(requests, offered, strict=True)]
     if not cache:
         return Priced(plain, [0] * len(plain))
-    # Request k reads request k-1's whole prompt, unless its tools changed (they come first).
-    cached = [0] + [
-        plain[k - 1] if [t.name for t in offered[k]] == [t.name for t in offered[k - 1]] else 0
-        for k in range(1, len(plain))
-    ]
+    # Request k reads request k-1's whole prompt when its tools are the same. When they differ
+    # (a load), the tools come first in Anthropic's prompt and the provider's breakpoint on the
+    # last tool lets the new request read the unchanged leading tools (the earlier ones, to which
+    # the loaded ones were appended) from the cache, found by Anthropic's look-back over the
+    # blocks before a breakpoint; the system prompt and the conversation after them are written
+    # again. Tools reordered or removed, or ``look_back`` off (the cautious reading): nothing is
+    # read.
+    cached = [0]
+    for k in range(1, len(plain)):
+        before, now = [t.name for t in offered[k - 1]], [t.name for t in offered[k]]
+        if now == before:
+            cached.append(plain[k - 1])
+        elif look_back and now[: len(before)] == before:
+            cached.append(schema_tokens(offered[k - 1]))
+        else:
+            cached.append(0)
     return Priced(plain, cached)
 
 
@@ -180,7 +202,9 @@ def price_card(tmp_path: Path, card: str, tools: list[Tool], ui_tools: set[str])
     shaper = ToolDisclosureChatClient(FunctionChatClient(lambda *_: ""), disclosure)
     options = ChatOptions(tools=disclosure.tools(tools))
     now_requests = conversations(card_text, script, results, ui_tools)
-    now = priced(now_requests, [shaper.offered(m, options) for m in now_requests], cache=True)
+    shown = [shaper.offered(m, options) for m in now_requests]
+    now = priced(now_requests, shown, cache=True)
+    cautious = priced(now_requests, shown, cache=True, look_back=False)
     old_requests = conversations(card_text, script, results, ui_tools, loads=False)
     before = priced(old_requests, [tools] * len(old_requests), cache=True)
     naive_requests = conversations(card_text, script, results, ui_tools, naive=True, loads=False)
@@ -191,6 +215,7 @@ def price_card(tmp_path: Path, card: str, tools: list[Tool], ui_tools: set[str])
     return {
         "card": card,
         "now": now,
+        "cautious": cautious,
         "before": before,
         "naive": naive,
         "schemas_first": count(first, to_openai_tools(shaper.offered(first, options))) - bare,
@@ -225,6 +250,8 @@ def test_token_cost_of_every_bundled_card(tmp_path: Path) -> None:
         now = r["now"]
         print(
             f"{r['card']}: now {sum(now.cached):,} cache reads, {now.written:,} cache writes; "
+            f"if a load read nothing from the cache: billed {round(r['cautious'].billed):,}, "
+            f"{r['cautious'].billed / r['naive'].total:.3f} of naive; "
             f"tool schemas {r['schemas_first']:,} tokens a request at first, "
             f"{r['schemas_last']:,} at the end, {r['schemas_all']:,} with every tool"
         )

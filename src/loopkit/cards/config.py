@@ -33,13 +33,13 @@ DEFAULT_MAX_CARD_BYTES = 64 * 1024
 DEFAULT_REQUEST_TIMEOUT = 120.0
 #: A config file larger than this is not a config file.
 MAX_CONFIG_BYTES = 1_000_000
-#: The tools a card run offers the model on every request (``core_tools``): the local tools and
-#: the UI server's most used ones. The others are listed in ``load_tools`` and loaded on demand.
+#: The tools a card run offers the model on every request (``core_tools``): the local tools
+#: (but write_file: a change is an edit, a new file is rare) and the UI server's most used ones.
+#: The others are listed in ``load_tools`` and loaded on demand.
 DEFAULT_CORE_TOOLS = (
     "list_files",
     "search_files",
     "read_file",
-    "write_file",
     "edit_file",
     "build_app",
     "start_app",
