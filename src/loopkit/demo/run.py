@@ -36,6 +36,7 @@ from loopkit.demo.workspace import (
     WorkspaceError,
     check_app_source,
     create_scratch_repo,
+    new_run_dir,
     slug,
 )
 from loopkit.errors import CardError, describe_validation_error
@@ -323,15 +324,18 @@ def card_runner(
     log: RunLog,
     *,
     durable: bool = False,
+    ui: ToolSource | None = None,
 ) -> CardRunner:
-    """The runner of one demo run: the demo's instructions, the local tools and the UI server,
-    the limits, retries for a real model. ``durable``: inside a durable workflow (each model
-    request and tool call a checkpoint, retries inside the request's checkpoint)."""
+    """The runner of one demo run: the demo's instructions, the local tools and the UI server
+    (``ui``, e.g. already starting; by default the configured one), the limits, retries for a
+    real model. ``durable``: inside a durable workflow (each model request and tool call a
+    checkpoint, retries inside the request's checkpoint)."""
     from loopkit.cards import CardRunner, MCPToolSource, RunLimits
     from loopkit.middleware.retry import RetryPolicy
     from loopkit.middleware.tool_disclosure import ToolDisclosure
 
-    sources: list[ToolSource] = [tools, MCPToolSource(ui_server_for(config, scratch.run_dir))]
+    ui = ui or MCPToolSource(ui_server_for(config, scratch.run_dir))
+    sources: list[ToolSource] = [tools, ui]
     retry = None if config.scripted else RetryPolicy(max_attempts=config.retries)
     settings: dict[str, Any] = {
         "instructions": instructions(),
@@ -360,6 +364,17 @@ def card_runner(
     )
 
 
+def _set_up(
+    config: RunnerConfig, card_path: Path, run_dir: Path
+) -> tuple[ChatClient, ScratchRepo, ToolSource]:
+    """The model, the scratch repository (in ``run_dir``) and the local tools of a run."""
+    model = make_model(config, card_path)
+    scratch = create_scratch_repo(
+        config.app_source, config.runs_dir, card_path.stem, run_dir=run_dir
+    )
+    return model, scratch, local_tools(config, scratch)
+
+
 async def run_demo(config: RunnerConfig, card: Card, console: Console) -> int:
     """Run ``card`` (checked by :func:`check_settings` and :func:`read_card` before): first
     line, live line, summary; returns the exit status."""
@@ -382,39 +397,54 @@ async def run_demo(config: RunnerConfig, card: Card, console: Console) -> int:
         from loopkit.demo.durable import run_durable_demo
 
         return await run_durable_demo(config, card, console)
+    from loopkit.cards.early_source import EarlyToolSource
+    from loopkit.cards.runner import MCPToolSource
+
+    # The UI server takes about a second to start: start it first, and make the model, the
+    # scratch repository and the local tools meanwhile (in a thread, so the loop runs its start).
+    run_dir = new_run_dir(config.runs_dir, card_path.stem)
+    ui = EarlyToolSource(MCPToolSource(ui_server_for(config, run_dir)))
+    ui.start()
     recorder: TranscriptRecorder | None = None
     try:
-        model = make_model(config, card_path)
-        if config.record_transcript is not None:
-            recorder = TranscriptRecorder(model, description=f"Recorded run of {card.title!r}.")
-            model = recorder
-        scratch = create_scratch_repo(config.app_source, config.runs_dir, card_path.stem)
-        tools = local_tools(config, scratch)
+        model, scratch, tools = await asyncio.to_thread(_set_up, config, card_path, run_dir)
     except (WorkspaceError, CardError, ConfigError, OSError) as e:
+        await ui.aclose()
         console.print(f"[red]error:[/red] {escape(str(e))}")
         return 2
+    except BaseException:
+        await ui.aclose()
+        raise
+    if config.record_transcript is not None:
+        recorder = TranscriptRecorder(model, description=f"Recorded run of {card.title!r}.")
+        model = recorder
     log_path = config.log or scratch.run_dir / "run.jsonl"
     base = scratch.head()
-    with RunLog(log_path) as log:
-        runner = card_runner(config, model, tools, scratch, log)
-        progress = LiveProgress(console, config.max_rounds)
-        log.subscribe(progress.on_event)
-        interrupted = False
-        with progress:
-            try:
-                outcome = await runner.run(card)
-            except asyncio.CancelledError:
-                # The runner has marked the card Failed and written the result line.
-                interrupted = True
+    try:
+        with RunLog(log_path) as log:
+            runner = card_runner(config, model, tools, scratch, log, ui=ui)
+            progress = LiveProgress(console, config.max_rounds)
+            log.subscribe(progress.on_event)
+            interrupted = False
+            with progress:
                 try:
-                    reloaded: Card | None = Card.load(card_path, max_bytes=config.max_card_bytes)
-                except CardError:
-                    reloaded = None  # the summary then says Failed, as the runner wrote
-                outcome = CardRunOutcome(
-                    result=RunResult(status="failed", reason="the run was interrupted"),
-                    card=reloaded,
-                    totals=log.totals(),
-                )
+                    outcome = await runner.run(card)
+                except asyncio.CancelledError:
+                    # The runner has marked the card Failed and written the result line.
+                    interrupted = True
+                    try:
+                        reloaded: Card | None = Card.load(
+                            card_path, max_bytes=config.max_card_bytes
+                        )
+                    except CardError:
+                        reloaded = None  # the summary then says Failed, as the runner wrote
+                    outcome = CardRunOutcome(
+                        result=RunResult(status="failed", reason="the run was interrupted"),
+                        card=reloaded,
+                        totals=log.totals(),
+                    )
+    finally:
+        await ui.aclose()  # when the run never entered it (it closes what it entered)
     if recorder is not None and config.record_transcript is not None:
         saved = recorder.save(config.record_transcript)
         console.print(f"transcript of {len(recorder.turns)} turns recorded in {escape(str(saved))}")
