@@ -23,7 +23,7 @@ its other clients, are unchanged: they still validate every call against their f
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -129,7 +129,7 @@ class _LoadTools:
 _Loads = tuple[list[tuple[str, list[str]]], list[str]]
 
 
-def _loads_of(loader: str) -> Any:
+def _loads_of(loader: str) -> Callable[[int, ChatMessage], _Loads]:
     """What one message adds: its ``loader`` calls (call id, names) and the call ids of its
     successful results."""
 
