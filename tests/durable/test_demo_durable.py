@@ -28,6 +28,7 @@ from tests.demo.helpers import (
     demo_env,
     descendants,
     start_demo,
+    transcript_rounds,
     wait_for_round,
 )
 
@@ -109,7 +110,7 @@ def test_a_durable_demo_run_killed_inside_a_tool_call_is_resumed_to_done(tmp_pat
     assert (types["start"], types["interrupted"], types["resumed"], types["result"]) == (1, 1, 1, 1)
     rounds = [e["data"]["round"] for e in events if e["type"] == "round"]
     # every round once, in order, across both processes
-    assert rounds == list(range(1, _requests_of(CARD) + 1))
+    assert rounds == list(range(1, transcript_rounds(CARD) + 1))
     builds = [e for e in events if e["type"] == "tool" and e["data"]["name"] == "build_app"]
     assert len(builds) == 1  # the build in flight ran again: logged once, by the resumed run
     resumed_line = next(e for e in events if e["type"] == "resumed")
@@ -208,14 +209,6 @@ def test_a_durable_demo_run_killed_inside_a_model_request_is_resumed_to_done(
     resumed_line = next(e for e in events if e["type"] == "resumed")
     assert resumed_line["data"]["replayed"]["model"] == k - 1
     assert key not in log.read_text() and key not in text
-
-
-def _requests_of(card: str) -> int:
-    """The model requests of ``card``'s bundled transcript (one per turn)."""
-    from loopkit import Script
-    from loopkit.demo.run import bundled_transcripts
-
-    return len(Script.load(bundled_transcripts()[card]).turns)
 
 
 def _build_round(card: str) -> int:
