@@ -198,7 +198,8 @@ def price_card(tmp_path: Path, card: str, tools: list[Tool], ui_tools: set[str])
     results = [e["result"] for e in tool_events]  # exactly what the model was sent
     card_text = (Path(__file__).parents[1] / "examples" / "cards" / f"{card}.md").read_text()
 
-    disclosure = ToolDisclosure(RunnerConfig().core_tools)
+    config = RunnerConfig()
+    disclosure = ToolDisclosure(config.core_tools, defer=config.defer_tools)
     shaper = ToolDisclosureChatClient(FunctionChatClient(lambda *_: ""), disclosure)
     options = ChatOptions(tools=disclosure.tools(tools))
     now_requests = conversations(card_text, script, results, ui_tools)

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from loopkit.cards.config import DEFAULT_CORE_TOOLS
+from loopkit.cards.config import DEFAULT_CORE_TOOLS, DEFAULT_DEFER_TOOLS
 from loopkit.middleware.tool_disclosure import LOAD_TOOLS, ToolDisclosure
 from loopkit_tools import ToolsConfig, page_lines
 
@@ -501,17 +501,20 @@ TRANSCRIPTS = {
 }
 
 
-#: The core tools a transcript's run offers (the card runner's ``core_tools``); a transcript
-#: played under another role or config with its own core set is listed here with it.
-CORE_TOOLS: dict[str, tuple[str, ...]] = {}
+#: The (core_tools, defer_tools) of a transcript's run (the card runner's settings); a
+#: transcript played under another role or config with its own sets is listed here with them.
+DISCLOSURE: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {}
 
 
-def load_deferred_tools(transcript: dict[str, Any], core: tuple[str, ...]) -> dict[str, Any]:
-    """``transcript`` with one ``load_tools`` call, before the first use of any tool outside
-    ``core``, that loads every such tool the transcript calls (in the order of first use): a
+def load_deferred_tools(
+    transcript: dict[str, Any], core: tuple[str, ...], defer: tuple[str, ...]
+) -> dict[str, Any]:
+    """``transcript`` with one ``load_tools`` call, before the first use of any deferred tool
+    (see ``ToolDisclosure``), that loads every such tool the transcript calls (in the order of
+    first use): a
     careful model loads what it will need once, early, while the prompt is short (a load changes
     the tools offered, which a provider's prompt cache sees as a new prompt)."""
-    disclosure = ToolDisclosure(core)
+    disclosure = ToolDisclosure(core, defer=defer)
     turns = transcript["turns"]
     deferred: dict[str, int] = {}
     for n, t in enumerate(turns):
@@ -530,7 +533,8 @@ def load_deferred_tools(transcript: dict[str, Any], core: tuple[str, ...]) -> di
 
 
 def render(name: str) -> str:
-    transcript = load_deferred_tools(TRANSCRIPTS[name](), CORE_TOOLS.get(name, DEFAULT_CORE_TOOLS))
+    core, defer = DISCLOSURE.get(name, (DEFAULT_CORE_TOOLS, DEFAULT_DEFER_TOOLS))
+    transcript = load_deferred_tools(TRANSCRIPTS[name](), core, defer)
     return json.dumps(transcript, indent=1, ensure_ascii=False) + "\n"
 
 

@@ -57,8 +57,10 @@ class Offered(DelegatingChatClient):
         return await self.inner.get_response(messages, options)
 
 
-def run(turns: list[dict[str, Any]], core: list[str]) -> tuple[Offered, str]:
-    disclosure = ToolDisclosure(core)
+def run(
+    turns: list[dict[str, Any]], core: list[str], defer: tuple[str, ...] = ("*",)
+) -> tuple[Offered, str]:
+    disclosure = ToolDisclosure(core, defer=defer)
     offered = Offered(ScriptedChatClient(turns, require_offered=True))
     agent = Agent(
         offered,
@@ -155,3 +157,16 @@ def test_requests_carry_the_compacted_schemas() -> None:
     offered, _ = run([{"text": "done"}], core=["*"])
     row = offered.schemas[0]["click"]["properties"]["row"]
     assert row == {"type": "integer", "description": "table row"}
+
+
+def test_defer_leaves_unlisted_tool_sets_offered() -> None:
+    # only c* tools may wait for a load; of those, cell is core: click waits
+    offered, _ = run(
+        [
+            {"calls": [{"name": LOAD_TOOLS, "arguments": {"names": ["click"]}}]},
+            {"text": "done"},
+        ],
+        core=["cell"],
+        defer=["c*"],
+    )
+    assert offered.names == [["read", "cell", LOAD_TOOLS], ["read", "cell", LOAD_TOOLS, "click"]]

@@ -343,7 +343,7 @@ def card_runner(
         "limits": RunLimits(config.max_rounds, config.max_tokens, config.max_output_tokens),
         "model_name": config.model,
         "sampling": {"temperature": config.temperature} if config.temperature is not None else {},
-        "disclosure": ToolDisclosure(config.core_tools),
+        "disclosure": ToolDisclosure(config.core_tools, defer=config.defer_tools),
     }
     if not durable:
         return CardRunner(model, sources=sources, retry=retry, **settings)

@@ -174,7 +174,9 @@ def _loaded_names(history: CachedHistory[_Loads]) -> list[str]:
 
 class ToolDisclosure:
     """Which tools the model is offered: those matching ``core`` (``fnmatch`` patterns such as
-    ``"read_file"`` or ``"ui_get_*"``), ``load_tools``, and those it loaded.
+    ``"read_file"`` or ``"ui_get_*"``) or not matching ``defer`` (default ``["*"]``: every tool
+    outside the core is deferred), ``load_tools``, and those it loaded. ``defer`` keeps tool sets
+    nobody listed visible: ``defer=["ui_*"]`` defers only the UI server's tools outside the core.
 
     Use :meth:`tools` for the loop's tool list (the tools plus ``load_tools``) and
     :meth:`middleware` below the loop (``Agent(middleware=[disclosure.middleware])``,
@@ -184,17 +186,26 @@ class ToolDisclosure:
     """
 
     def __init__(
-        self, core: Sequence[str], *, load_tool_name: str = LOAD_TOOLS, compact: bool = True
+        self,
+        core: Sequence[str],
+        *,
+        defer: Sequence[str] = ("*",),
+        load_tool_name: str = LOAD_TOOLS,
+        compact: bool = True,
     ) -> None:
-        if isinstance(core, str):
-            raise TypeError("core: expected a list of tool-name patterns, not one string")
+        for what, value in (("core", core), ("defer", defer)):
+            if isinstance(value, str):
+                raise TypeError(f"{what}: expected a list of tool-name patterns, not one string")
         self.core = list(core)
+        self.defer = list(defer)
         self.load_tool_name = load_tool_name
         self.compact = compact
 
     def is_core(self, name: str) -> bool:
         """Whether the tool named ``name`` is always offered."""
-        return name == self.load_tool_name or any(fnmatch.fnmatchcase(name, p) for p in self.core)
+        if name == self.load_tool_name or any(fnmatch.fnmatchcase(name, p) for p in self.core):
+            return True
+        return not any(fnmatch.fnmatchcase(name, p) for p in self.defer)
 
     def tools(self, tools: Sequence[Tool]) -> list[Tool]:
         """``tools`` plus the ``load_tools`` tool that loads the deferred ones (``tools`` alone
