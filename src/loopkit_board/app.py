@@ -127,7 +127,10 @@ class Board:
         form = self.form(request)
         try:
             card = self.service.create_card(
-                form.get("title", ""), form.get("body", ""), form.get("category") or None
+                form.get("title", ""),
+                form.get("body", ""),
+                form.get("category") or None,
+                form.get("name") or None,
             )
         except BoardError as e:
             return PlainTextResponse(f"card not created: {e}", status_code=400)
@@ -196,6 +199,7 @@ class Board:
             r=details.record,
             position=details.position,
             artifacts=details.artifacts,
+            started=details.prepared is not None,
             findings=merge_findings(details.artifacts.findings_dbs),
             chat=[{"role": m.role.value, "text": m.text} for m in chat],
             roles=self.service.roles,
@@ -227,6 +231,15 @@ class Board:
         response = FileResponse(path, media_type=media)
         # A report is the run's own HTML: it may not script the board (sandboxed, no scripts).
         response.headers["Content-Security-Policy"] = "sandbox; default-src 'self' 'unsafe-inline'"
+        return response
+
+    async def report(self, request: Request) -> Response:
+        path = await self.service.report(request.path_params["run_id"])
+        if path is None:
+            return PlainTextResponse("the run has not started yet: no report", status_code=404)
+        response = FileResponse(path, media_type="text/html")
+        csp = "sandbox; default-src 'self' data: 'unsafe-inline'"
+        response.headers["Content-Security-Policy"] = csp
         return response
 
     async def chat(self, request: Request) -> Response:
@@ -292,6 +305,7 @@ def create_app(
         Route("/runs/{run_id}", board.run_page, methods=["GET"]),
         Route("/runs/{run_id}/events", board.run_events, methods=["GET"]),
         Route("/runs/{run_id}/files/{path:path}", board.run_file, methods=["GET"]),
+        Route("/runs/{run_id}/report", board.report, methods=["GET"]),
         Route("/runs/{run_id}/chat", board.chat, methods=["POST"]),
         Route("/runs/{run_id}/follow-up", board.follow_up, methods=["POST"]),
         Route("/findings", board.findings, methods=["GET"]),

@@ -129,12 +129,15 @@ class CardFolder:
         fm = card.front_matter
         return CardEntry(name, path, card.title, card.state.value, fm.category, card.body, text)
 
-    def create(self, title: str, body: str, *, category: str | None = None) -> CardEntry:
-        """A new card (state New) in a new file named after its title."""
+    def create(
+        self, title: str, body: str, *, category: str | None = None, name: str | None = None
+    ) -> CardEntry:
+        """A new card (state New) in a new file: ``name`` (``.md`` added when missing), else
+        one made from its title."""
         if not title.strip():
             raise CardError("a card needs a title")
         self.folder.mkdir(parents=True, exist_ok=True)
-        name = self.slug(title)
+        name = (name if name.endswith(".md") else f"{name}.md") if name else self.slug(title)
         return self.write(name, card_text(title, body, category=category), new=True)
 
     def write(self, name: str, text: str, *, new: bool = False) -> CardEntry:

@@ -14,7 +14,7 @@ API (all of it; ``async`` methods need the service started: ``async with BoardSe
         service.list_cards() -> list[CardEntry]           # name, path, title, state, category,
                                                           # body, text, error (unparseable: error)
         service.get_card(name) -> CardEntry
-        service.create_card(title, body, category=None) -> CardEntry      # state New, new file
+        service.create_card(title, body, category=None, name=None) -> CardEntry  # state New
         service.save_card(name, text) -> CardEntry        # whole text, checked before written
         await service.enqueue(card, role=None) -> QueuedRun   # card: a name in the folder or a
                                                           # path; .run_id .created .position
@@ -23,6 +23,7 @@ API (all of it; ``async`` methods need the service started: ``async with BoardSe
         await service.get_run(run_id) -> CardRunRecord | None
         await service.run_details(run_id) -> RunDetails | None  # record, prepared (card text,
                                                           # run folder, log), artifacts
+        await service.report(run_id) -> Path | None       # the run's self-contained HTML report
         async for event in service.follow(run_id, after=-1): ...  # RunEvent(seq, kind, data,
                                                           # time) until the run ends
         async for piece in service.ask(run_id, question, session_id=None): ...  # answer text
@@ -177,10 +178,13 @@ class BoardService:
         except CardError as e:
             raise BoardError(str(e)) from None
 
-    def create_card(self, title: str, body: str, category: str | None = None) -> CardEntry:
-        """A new card file (state New) named after its title."""
+    def create_card(
+        self, title: str, body: str, category: str | None = None, name: str | None = None
+    ) -> CardEntry:
+        """A new card file (state New): ``name`` (a file name; ``.md`` added when missing),
+        else named after its title."""
         try:
-            return self.cards.create(title, body, category=category)
+            return self.cards.create(title, body, category=category, name=name)
         except CardError as e:
             raise BoardError(str(e)) from None
 
@@ -310,6 +314,17 @@ class BoardService:
                 state = "failed" if state == "succeeded" else state
         position = await self.queue_position(run_id) if state == "queued" else None
         return state, position, log, reason
+
+    async def report(self, run_id: str) -> Path | None:
+        """The run's HTML report (self-contained; written in its run folder, again at each
+        call), or None before the run has started."""
+        from loopkit_board.report import write_report
+
+        record = await self.get_run(run_id)
+        prepared = await self.prepared(run_id)
+        if record is None or prepared is None:
+            return None
+        return write_report(record, prepared)
 
     # -- chat --------------------------------------------------------------------------------
     def _session(self, run_id: str, session_id: str | None) -> Any:
