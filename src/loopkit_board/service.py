@@ -9,7 +9,7 @@ API (all of it; ``async`` methods need the service started: ``async with BoardSe
     service = BoardService(cards_dir, config=RunnerConfig(...), data_dir=None,
                            chat_model="offline")
     async with service:                                   # starts the durable runtime (DBOS)
-        service.roles                                     # ("developer", ...): the queue's roles
+        service.roles                                     # ("develop", "test", ...): default first
         service.default_role
         service.list_cards() -> list[CardEntry]           # name, path, title, state, category,
                                                           # body, text, error (unparseable: error)
@@ -159,14 +159,16 @@ class BoardService:
     # -- cards -------------------------------------------------------------------------------
     @property
     def roles(self) -> tuple[str, ...]:
-        """The roles a run can take (the queue's own list)."""
-        from loopkit.cards.durable import ROLES
+        """The roles a run can take (the default first), as the application knows them."""
+        from loopkit_board.roles import available_roles
 
-        return tuple(ROLES)
+        return available_roles(self.config)
 
     @property
     def default_role(self) -> str:
-        return self.roles[0]
+        from loopkit_board.roles import default_role
+
+        return default_role(self.config)
 
     def list_cards(self) -> list[CardEntry]:
         """Every card of the folder (an unparseable one with its ``error``)."""
@@ -213,19 +215,15 @@ class BoardService:
         or running run returns that run."""
         from loopkit.cards.durable import CardRunRequest
         from loopkit.cards.queue import enqueue_card_run
+        from loopkit_board.roles import RoleProblem, check_run
 
         path = self.card_path(card)
         role = role or self.default_role
-        if role not in self.roles:
-            raise BoardError(f"role {role!r}: the roles are {', '.join(self.roles)}")
         try:
             Card.load(path, max_bytes=self.config.max_card_bytes)
-            if self.config.scripted:
-                from loopkit.demo.run import check_model
-
-                check_model(self.config, path)
-            request = CardRunRequest.create(path, role=role, config=self.config)
-        except (CardError, ConfigError) as e:
+            config = check_run(self.config, path, role)
+            request = CardRunRequest.create(path, role=role, config=config)
+        except (CardError, ConfigError, RoleProblem) as e:
             raise BoardError(str(e)) from None
         done = await enqueue_card_run(self.runtime, request)
         return QueuedRun(done.run_id, done.created, await self.queue_position(done.run_id))
