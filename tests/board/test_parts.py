@@ -63,7 +63,9 @@ async def test_ten_watchers_share_one_reader_and_get_every_event_in_order(tmp_pa
             seen[i].append(event.kind)
 
     async def until(kinds: list[str]) -> None:
-        while [e.kind for e in feed.events][: len(kinds)] != kinds:
+        for _ in range(500):
+            if [e.kind for e in feed.events][: len(kinds)] == kinds:
+                return
             await asyncio.sleep(0.01)
 
     started = asyncio.get_running_loop().time()
