@@ -201,6 +201,17 @@ def test_bad_command_lines_are_refused(tmp_path: Path) -> None:
     )  # fmt: skip
     assert hashed.returncode == 0 and hashed.stdout.startswith("$argon2id$")
     assert "s3cret" not in hashed.stdout
+    port = board(*common, "--port", "99999")
+    assert port.returncode == 2 and "--port 99999" in port.stderr
+    no_cards = board(
+        "--cards", str(tmp_path / "nope"), "--accounts", str(tmp_path / "accounts.toml")
+    )
+    assert no_cards.returncode == 2 and "not a folder of card files" in no_cards.stderr
+    (tmp_path / "bad.toml").write_text("[accounts\n")
+    bad = board("--cards", str(tmp_path / "cards"), "--accounts", str(tmp_path / "bad.toml"))
+    assert bad.returncode == 2 and "not valid TOML" in bad.stderr
+    for done in (port, no_cards, bad, plain, no_accounts):
+        assert "Traceback" not in done.stderr
 
 
 def test_a_foreign_host_name_is_refused(tmp_path: Path) -> None:

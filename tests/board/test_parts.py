@@ -144,3 +144,18 @@ async def test_every_follower_of_a_run_gets_the_same_feed(tmp_path: Path) -> Non
     assert len(service._feeds) == 2  # one reader a run, not one a browser
     for stream in [*streams, other]:
         await stream.aclose()  # type: ignore[attr-defined]
+
+
+def test_the_library_never_imports_the_board() -> None:
+    import ast
+
+    package = Path(__file__).resolve().parents[2] / "src" / "loopkit"
+    offenders = []
+    for path in package.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = (
+                [a.name for a in node.names] if isinstance(node, ast.Import)
+                else [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            )  # fmt: skip
+            offenders += [f"{path.name}: {n}" for n in names if n.startswith("loopkit_board")]
+    assert offenders == []
