@@ -19,6 +19,7 @@ API (all of it; ``async`` methods need the service started: ``async with BoardSe
         await service.enqueue(card, role=None) -> QueuedRun   # card: a name in the folder or a
                                                           # path; .run_id .created .position
         await service.queue_position(run_id) -> int | None    # 1 = next; None: not queued
+        await service.cancel(run_id) -> CardRunRecord     # a queued or running run
         await service.list_runs(limit=None) -> list[CardRunRecord]   # newest first
         await service.get_run(run_id) -> CardRunRecord | None
         await service.run_details(run_id) -> RunDetails | None  # record, prepared (card text,
@@ -227,6 +228,18 @@ class BoardService:
             raise BoardError(str(e)) from None
         done = await enqueue_card_run(self.runtime, request)
         return QueuedRun(done.run_id, done.created, await self.queue_position(done.run_id))
+
+    async def cancel(self, run_id: str) -> CardRunRecord:
+        """Cancel a queued or running run (its worker stops it within half a second; a card
+        it had set In Work becomes Failed); returns its record before. :class:`BoardError`
+        for an unknown or ended run."""
+        from loopkit.cards.queue import cancel_card_run
+        from loopkit.durable.errors import DurableError
+
+        try:
+            return await cancel_card_run(self.runtime, run_id)
+        except DurableError as e:
+            raise BoardError(str(e)) from None
 
     async def queue_positions(self) -> dict[str, int]:
         """Every queued card run's place (1 = next), oldest first."""

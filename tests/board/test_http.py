@@ -173,6 +173,14 @@ def test_a_restart_loses_nothing(tmp_path: Path) -> None:
         again = client.post(f"/cards/{CARD}.md/run", data={"csrf": csrf})
         assert ids[0] in again.headers["location"]
         assert "already has a run" in unquote(again.headers["location"])
+        # cancel the first: the second moves up to place 1; an ended run cannot be cancelled
+        assert 'id="cancel-run"' in client.get(f"/runs/{ids[0]}").text
+        assert client.post(f"/runs/{ids[0]}/cancel", data={}).status_code == 403
+        cancelled = client.post(f"/runs/{ids[0]}/cancel", data={"csrf": csrf})
+        assert cancelled.status_code == 303
+        assert "place 1 in the queue" in client.get(f"/runs/{ids[1]}").text
+        twice = client.post(f"/runs/{ids[0]}/cancel", data={"csrf": csrf})
+        assert twice.status_code == 400 and "has ended (cancelled)" in twice.text
         client.close()
 
 
