@@ -351,7 +351,13 @@ class BoardService:
         back piece by piece and is stored with the question."""
         from loopkit.agents import Agent, TextDelta
         from loopkit.cards.runner import CARD_PREFIX
-        from loopkit_board.chat import CHAT_INSTRUCTIONS, chat_model, conversation_from_log
+        from loopkit_board.chat import (
+            CHAT_INSTRUCTIONS,
+            as_plain_text,
+            chat_model,
+            conversation_from_log,
+            is_offline,
+        )
 
         if not question.strip():
             raise BoardError("the question is empty")
@@ -370,6 +376,8 @@ class BoardService:
                 seed = conversation_from_log(
                     CARD_PREFIX + prepared.card_text, Path(prepared.log_path)
                 )
+                if not is_offline(self.chat_model):
+                    seed = as_plain_text(seed)
                 await session.add_messages(seed)
                 await session.set_metadata({"run_id": run_id, "seeded": len(seed)})
             async for event in agent.run_stream(question, session=session):

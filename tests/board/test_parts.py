@@ -12,7 +12,7 @@ import pytest
 from loopkit.abstractions.content import ChatRole
 from loopkit.errors import CardError
 from loopkit_board.cards import CardFolder
-from loopkit_board.chat import RunLogAnswerer, conversation_from_log
+from loopkit_board.chat import RunLogAnswerer, as_plain_text, conversation_from_log
 from loopkit_board.feed import RunFeed
 
 
@@ -132,6 +132,19 @@ def test_the_chat_context_is_the_run_and_the_offline_model_answers_from_it(
     assert "2 rounds of tool calls (3 calls" in outline and "the run ended: done" in outline
     missing = answerer.answer([*messages, ChatMessage.from_text(ChatRole.USER, "step 9?")])
     assert "there is no 9" in missing
+    # for a hosted model: the same run as text, the two sides taking turns, nothing lost
+    plain = as_plain_text(messages)
+    assert [m.role for m in plain] == [
+        "user",
+        "assistant",
+        "user",
+        "assistant",
+        "user",
+        "assistant",
+    ]
+    assert not any(m.function_calls or m.function_results for m in plain)
+    assert 'read_file({"path": "b.py"})' in plain[3].text and "B" in plain[4].text
+    assert plain[5].text.endswith("[the run ended: done]")
 
 
 async def test_every_follower_of_a_run_gets_the_same_feed(tmp_path: Path) -> None:
