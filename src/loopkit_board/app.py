@@ -121,7 +121,15 @@ class Board:
         columns: dict[str, list[Any]] = {state: [] for state in _COLUMNS}
         for card in self.service.list_cards():
             columns.get(card.state, columns[CardState.NEW.value]).append(card)
-        return self.page(request, "board.html", columns=list(columns.items()))
+        active = await self.service.active_runs()
+        # Runs name their card by its resolved path: resolve the folder once, not 500 files.
+        folder = self.service.cards.folder.resolve()
+        runs = {
+            name: active[path]
+            for name in (c.name for cards in columns.values() for c in cards)
+            if (path := str(folder / name)) in active
+        }
+        return self.page(request, "board.html", columns=list(columns.items()), runs=runs)
 
     async def create_card(self, request: Request) -> Response:
         form = self.form(request)

@@ -19,6 +19,7 @@ API (all of it; ``async`` methods need the service started: ``async with BoardSe
         await service.enqueue(card, role=None) -> QueuedRun   # card: a name in the folder or a
                                                           # path; .run_id .created .position
         await service.queue_position(run_id) -> int | None    # 1 = next; None: not queued
+        await service.active_runs() -> dict[str, ActiveRun]  # card path -> queued/running run
         await service.cancel(run_id) -> CardRunRecord     # a queued or running run
         await service.list_runs(limit=None) -> list[CardRunRecord]   # newest first
         await service.get_run(run_id) -> CardRunRecord | None
@@ -62,6 +63,7 @@ if TYPE_CHECKING:
     from loopkit.durable.runtime import DurableRuntime
 
 __all__ = [
+    "ActiveRun",
     "BoardError",
     "BoardService",
     "CardEntry",
@@ -85,6 +87,15 @@ class QueuedRun:
 
     run_id: str
     created: bool
+    position: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class ActiveRun:
+    """A card's queued or running run: its id, state and place in the queue (when queued)."""
+
+    run_id: str
+    state: str
     position: int | None
 
 
@@ -240,6 +251,23 @@ class BoardService:
             return await cancel_card_run(self.runtime, run_id)
         except DurableError as e:
             raise BoardError(str(e)) from None
+
+    async def active_runs(self) -> dict[str, ActiveRun]:
+        """The queued and running card runs by card path (one query, no checkpoints read):
+        what the board shows on each card."""
+        from loopkit.cards.durable import CARD_RUN_WORKFLOW
+
+        found = await self.runtime.list_runs(
+            workflow=CARD_RUN_WORKFLOW, status=["ENQUEUED", "PENDING"], newest_first=False
+        )
+        positions = await self.queue_positions()
+        active: dict[str, ActiveRun] = {}
+        for run in found:
+            args = run.inputs.get("args") or []
+            card = args[0].get("card") if args and isinstance(args[0], dict) else None
+            if isinstance(card, str):
+                active[card] = ActiveRun(run.run_id, run.state, positions.get(run.run_id))
+        return active
 
     async def queue_positions(self) -> dict[str, int]:
         """Every queued card run's place (1 = next), oldest first."""

@@ -168,7 +168,11 @@ def test_a_restart_loses_nothing(tmp_path: Path) -> None:
         for run_id in ids:
             assert run_id[:12] in listing.text
         assert client.get(f"/runs/{ids[1]}").text.count("place 2 in the queue") == 1
-        assert 'data-card="kept.md"' in client.get("/").text
+        home = client.get("/").text
+        assert 'data-card="kept.md"' in home
+        # each queued card shows its run and its place on the board
+        assert f'data-run="{ids[0]}">queued · place 1 in the queue' in home
+        assert f'data-run="{ids[1]}">queued · place 2 in the queue' in home
         # the same card queued again is the same run (the queue deduplicates), not a third
         again = client.post(f"/cards/{CARD}.md/run", data={"csrf": csrf})
         assert ids[0] in again.headers["location"]
