@@ -217,8 +217,11 @@ class Board:
         run_id = request.path_params["run_id"]
         if await self.service.get_run(run_id) is None:
             return PlainTextResponse(f"there is no run {run_id!r}", status_code=404)
-        last = request.headers.get("last-event-id", "")
-        after = int(last) if last.isdigit() else -1
+        # The whole story at each (re)connection: a restarted board numbers its events anew,
+        # so a browser's Last-Event-ID is not honoured; the page redraws its timeline on open.
+        # A program that keeps its place within one board's life passes ?after=N.
+        given = request.query_params.get("after", "")
+        after = int(given) if given.isdigit() else -1
 
         async def events() -> AsyncIterator[dict[str, Any]]:
             async for event in self.service.follow(run_id, after):
