@@ -50,6 +50,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from loopkit.abstractions.content import ChatMessage, ChatRole
 from loopkit.cards.card import Card
 from loopkit.cards.config import ConfigError, RunnerConfig
 from loopkit.errors import CardError, LoopkitError
@@ -58,7 +59,6 @@ from loopkit_board.cards import CardEntry, CardFolder
 from loopkit_board.feed import RunEvent, RunFeed
 
 if TYPE_CHECKING:
-    from loopkit.abstractions.content import ChatMessage
     from loopkit.cards.durable import CardRunRecord, PreparedRun
     from loopkit.durable.runtime import DurableRuntime
 
@@ -399,25 +399,36 @@ class BoardService:
             instructions=CHAT_INSTRUCTIONS,
             max_rounds=1,
         )
+        run_text = conversation_from_log(CARD_PREFIX + prepared.card_text, Path(prepared.log_path))
         async with self._session(run_id, session_id) as session:
-            if not await session.get_messages(limit=1):
-                seed = conversation_from_log(
-                    CARD_PREFIX + prepared.card_text, Path(prepared.log_path)
-                )
+            meta = await session.get_metadata()
+            taken = int(meta.get("run_messages", 0))
+            if len(run_text) > taken:
+                # The run's messages the chat has not seen: all of it the first time, then what
+                # the run did since the last question (a run asked about while it runs).
+                new = run_text[taken:]
+                if taken:
+                    note = "[the run went on since the last question:]"
+                    new = [ChatMessage.from_text(ChatRole.USER, note), *new]
                 if not is_offline(self.chat_model):
-                    seed = as_plain_text(seed)
-                await session.add_messages(seed)
-                await session.set_metadata({"run_id": run_id, "seeded": len(seed)})
+                    new = as_plain_text(new)
+                stored = len(await session.get_messages())
+                await session.add_messages(new)
+                parts = [*meta.get("run_parts", []), [stored, stored + len(new)]]
+                await session.set_metadata(
+                    {"run_id": run_id, "run_messages": len(run_text), "run_parts": parts}
+                )
             async for event in agent.run_stream(question, session=session):
                 if isinstance(event, TextDelta):
                     yield event.text
 
     async def chat_history(self, run_id: str, session_id: str | None = None) -> list[ChatMessage]:
-        """The chat's questions and answers (the messages after the run's own)."""
+        """The chat's questions and answers (without the run's own messages)."""
         async with self._session(run_id, session_id) as session:
             meta = await session.get_metadata()
             messages: list[ChatMessage] = await session.get_messages()
-        return messages[int(meta.get("seeded", 0)) :]
+        run_own = {i for start, end in meta.get("run_parts", []) for i in range(start, end)}
+        return [m for i, m in enumerate(messages) if i not in run_own]
 
     # -- findings ----------------------------------------------------------------------------
     async def findings(self) -> list[dict[str, Any]]:
