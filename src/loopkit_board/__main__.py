@@ -57,12 +57,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def _hash_password() -> int:
     from loopkit_board.auth import hash_secret
 
-    secret = getpass.getpass("password or token: ") if sys.stdin.isatty() else sys.stdin.readline()
-    secret = secret.rstrip("\n")
-    if not secret:
+    typed = getpass.getpass("password or token: ") if sys.stdin.isatty() else sys.stdin.readline()
+    typed = typed.rstrip("\n")
+    if not typed:
         print("error: empty password", file=sys.stderr)
         return EXIT_BAD_INPUT
-    print(hash_secret(secret))
+    print(hash_secret(typed))
     return EXIT_OK
 
 
