@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from types import ModuleType
@@ -37,8 +38,10 @@ from loopkit.cards.runner import ToolSource
 
 __all__ = [
     "DEFAULT_ROLE",
+    "GROUP_SOURCES",
     "LOCAL_TOOL_GROUPS",
     "NOTES_FOLDER",
+    "GroupContext",
     "RoleMemory",
     "SelectedTools",
     "StaticTools",
@@ -173,6 +176,29 @@ class RoleMemory:
     def source(self, offered: bool) -> StaticTools:
         """The memory's tools (none when the role is not ``offered`` them); closes the index."""
         return StaticTools(self.tools.tools if offered else [], close=self.tools.close)
+
+
+@dataclass(frozen=True, slots=True)
+class GroupContext:
+    """What a tool group's source is built from in a run."""
+
+    config: RunnerConfig
+    role: Role
+    #: The run's repository and its run folder (logs, reports, the memory's index).
+    repo: Path
+    run_dir: Path
+    app_folder: str
+
+
+#: Builders of the tool sources of further groups (beyond files, build_app, git, ui, memory),
+#: by group name: a new group is a name in ``loopkit.cards.roles.TOOL_GROUPS`` and an entry
+#: here; :func:`loopkit.demo.run.card_runner` adds the source of every such group the role has.
+GROUP_SOURCES: dict[str, Callable[[GroupContext], ToolSource]] = {}
+
+
+def extra_group_sources(context: GroupContext) -> list[ToolSource]:
+    """The sources of the role's groups that :data:`GROUP_SOURCES` builds."""
+    return [build(context) for group, build in GROUP_SOURCES.items() if context.role.has(group)]
 
 
 def role_instructions(role: Role, rules: Sequence[tuple[int, str]]) -> str:

@@ -36,9 +36,11 @@ from loopkit.demo.progress import LiveProgress, summary_table
 from loopkit.demo.role_tools import (
     DEFAULT_ROLE,
     NOTES_FOLDER,
+    GroupContext,
     RoleMemory,
     SelectedTools,
     StaticTools,
+    extra_group_sources,
     find_role,
     local_tool_filter,
     needs_local_tools,
@@ -416,6 +418,8 @@ def card_runner(
     if role.has("ui"):
         sources.append(MCPToolSource(ui_server_for(config, scratch.run_dir)))
     sources.append(StaticTools([reference_shelf(config).tool()]))
+    context = GroupContext(config, role, scratch.repo, scratch.run_dir, scratch.app_folder)
+    sources += extra_group_sources(context)
     rules = memory.rules(role.rules_scope) if memory is not None else []
     if memory is not None:
         sources.append(memory.source(offered=role.has("memory")))
