@@ -214,6 +214,7 @@ async def card_run_workflow(request: dict[str, Any]) -> dict[str, Any]:
         commit=commits[0].describe() if commits else None,
         log_path=str(log_path),
         repo=str(scratch.repo),
+        success_word=result.success_word,
     ).model_dump(mode="json")
 
 
@@ -223,7 +224,7 @@ async def card_run_workflow(request: dict[str, Any]) -> dict[str, Any]:
 def _summary(console: Console, result: CardRunResult) -> int:
     console.print(
         summary_table(
-            status=result.status,
+            status=result.word,
             reason=result.reason,
             totals=result.totals,
             card_state=result.card_state,
