@@ -10,8 +10,8 @@ from pathlib import Path
 
 import loopkit_tools
 from loopkit.cards import Card, RunnerConfig
-from loopkit.demo.role_tools import RoleMemory, find_role, role_instructions
-from loopkit.demo.run import card_runner, local_tools, take_message
+from loopkit.demo.role_tools import RoleMemory, find_role, role_instructions, take_message
+from loopkit.demo.run import card_runner, local_tools
 from loopkit.demo.workspace import ScratchRepo
 from loopkit.middleware.run_log import RunLog
 from loopkit.providers.scripted import ScriptedChatClient

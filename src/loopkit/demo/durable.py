@@ -42,7 +42,7 @@ from loopkit.cards.durable import (
 )
 from loopkit.cards.roles import Role
 from loopkit.demo.progress import LiveProgress, summary_table
-from loopkit.demo.role_tools import find_role
+from loopkit.demo.role_tools import find_role, take_message
 from loopkit.demo.run import (
     card_runner,
     check_model,
@@ -50,7 +50,6 @@ from loopkit.demo.run import (
     local_tools,
     make_model,
     role_memory,
-    take_message,
 )
 from loopkit.demo.workspace import ScratchRepo, create_scratch_repo, open_scratch_repo
 from loopkit.durable.run import DEFAULT_NOTICE, current_durable_run, durable_step, durable_workflow
