@@ -246,3 +246,27 @@ def test_a_role_without_a_transcript_for_the_card_is_refused_naming_the_role(
         "role 'document' (bundled: delete-asks-for-confirmation)"
     )
     assert not (tmp_path / "runs").exists()
+
+
+@pytest.mark.parametrize(
+    ("message", "expected"),
+    [
+        ("remember:", "error: --message 'remember:' says to remember nothing; say what\n"),
+        ("remember " + "x" * 501, "error: --message: the rule to remember has 501 characters"),
+    ],
+)
+def test_a_remember_message_without_a_rule_is_bad_input(
+    tmp_path: Path, message: str, expected: str
+) -> None:
+    card = copy_card(tmp_path, "delete-asks-for-confirmation")
+    done = subprocess.run(
+        [sys.executable, "-m", "loopkit.demo", str(card), "--message", message],
+        cwd=ROOT,
+        env=demo_env(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert done.stderr.startswith(expected) and done.stderr.count("\n") == 1
+    assert not (tmp_path / "runs").exists()
