@@ -1,0 +1,170 @@
+"""The tester's tools: findings in the runner's database with its fingerprint, the report, the
+regression script validated by the runner's schema and run by the runner (the last one on the
+headless desktop with the real invoice app)."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from loopkit.abstractions import ToolError
+from loopkit_ui.scripts import ResultStore, RunResult
+from loopkit_ui.scripts.oracles import WindowContent, _window_finding
+from loopkit_ui.session import HeadlessDesktop
+from loopkit_ui import tester_tools
+
+from .conftest import REPO
+
+# The planted crash's dialog text as ui_get_text reads it: the invoice app's own crash_text.
+CRASH_TEXT = """An unexpected error occurred.
+
+InvoiceFormatError: /tmp/x/broken.json is not valid JSON: Expecting value: line 1 column 1
+
+Traceback (most recent call last):
+  File "/tmp/pytest-7/repo/invoice_app/main_window.py", line 288, in open_file
+  File "/tmp/pytest-7/repo/invoice_app/storage.py", line 48, in load_invoice"""
+
+
+def make_tools(tmp_path: Path, **overrides: Any) -> tester_tools.TesterTools:
+    settings: dict[str, Any] = {
+        "name": "Deleting an item should ask first",
+        "report_dir": tmp_path / "report",
+        "database": tmp_path / "results.sqlite",
+        "scripts_dir": tmp_path / "ui_tests",
+        "runner_out": tmp_path / "ui-runs",
+        "screenshot_dirs": [tmp_path / "ui"],
+        **overrides,
+    }
+    return tester_tools.TesterTools(tester_tools.TesterConfig(**settings))
+
+
+def call(tools: tester_tools.TesterTools, tool_name: str, /, **arguments: Any) -> str:
+    tool = next(t for t in tools.tools if t.name == tool_name)
+    return str(asyncio.run(tool.invoke(arguments)))
+
+
+def test_the_four_tools_are_offered(tmp_path: Path) -> None:
+    assert (
+        tuple(t.name for t in make_tools(tmp_path).tools)
+        == tester_tools.TESTER_TOOL_NAMES
+        == (
+            "record_step",
+            "record_finding",
+            "write_regression_script",
+            "write_test_report",
+        )
+    )
+
+
+def test_a_crash_filed_by_the_agent_and_by_the_oracle_is_one_finding_counted_twice(
+    tmp_path: Path,
+) -> None:
+    tools = make_tools(tmp_path)
+    call(tools, "record_step", description="open broken.json", passed=False, evidence="crash")
+    answer = call(
+        tools,
+        "record_finding",
+        kind="crash_dialog",
+        title="Invoice Editor",
+        summary="opening a malformed file crashes",
+        evidence=CRASH_TEXT,
+    )
+    assert "main_window.py:288 in open_file" in answer and "seen in 1 run(s)" in answer
+    # The same dialog seen by a script: the oracle reads the window's texts (other folders).
+    texts = [t.replace("/tmp/pytest-7/repo", "/home/u/examples") for t in CRASH_TEXT.split("\n\n")]
+    oracle = _window_finding(
+        "window_event", "Invoice Editor", WindowContent("k", "Invoice Editor", texts, []), "s"
+    )
+    script_run = RunResult(
+        run_id="script-run", script="x.json", name="x", started="2026", run_dir=str(tmp_path)
+    )
+    script_run.findings = [oracle]
+    ResultStore(tmp_path / "results.sqlite").record(script_run)
+    rows = ResultStore(tmp_path / "results.sqlite").findings()
+    assert [(r["kind"], r["count"]) for r in rows] == [("crash_dialog", 2)]
+    assert set(rows[0]["runs"]) == {tools.result.run_id, "script-run"}
+    # Filing it again in the same run does not count the run twice.
+    call(tools, "record_finding", kind="crash_dialog", title="Invoice Editor", summary="again",
+         evidence=CRASH_TEXT)  # fmt: skip
+    assert ResultStore(tmp_path / "results.sqlite").findings()[0]["count"] == 2
+
+
+def test_a_crash_finding_without_the_dialog_text_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ToolError, match="needs the dialog's text"):
+        call(tools := make_tools(tmp_path), "record_finding", kind="crash_dialog",
+             title="Invoice Editor", summary="it crashed", evidence="it crashed")  # fmt: skip
+    assert tools.result.findings == []
+
+
+def test_an_invalid_regression_script_names_each_problem_and_writes_nothing(
+    tmp_path: Path,
+) -> None:
+    tools = make_tools(tmp_path, default_app={"command": ["python", "-m", "invoice_app"]})
+    bad = {"name": "x", "steps": [{"type": "action", "action": "klick", "target": "OkButton"}]}
+    with pytest.raises(ToolError) as caught:
+        call(tools, "write_regression_script", name="delete", script=bad)
+    assert "steps[0]" in str(caught.value) and "klick" in str(caught.value)
+    assert not (tmp_path / "ui_tests" / "delete.json").exists()
+    with pytest.raises(ToolError, match="name '../x'"):
+        call(tools, "write_regression_script", name="../x", script=bad)
+
+
+def test_the_report_needs_steps_and_a_regression_run_and_shows_them(tmp_path: Path) -> None:
+    tools = make_tools(tmp_path)
+    with pytest.raises(ToolError, match="no step recorded"):
+        call(tools, "write_test_report", verdict="passed", summary="All good.")
+    (tmp_path / "ui").mkdir()
+    shot = tmp_path / "ui" / "screenshot-1.png"
+    from PIL import Image
+
+    Image.new("RGB", (8, 8), "red").save(shot)
+    outside = tmp_path / "elsewhere.png"
+    Image.new("RGB", (8, 8), "red").save(outside)
+    with pytest.raises(ToolError, match="screenshot"):
+        call(tools, "record_step", description="x", passed=True, screenshot=str(outside))
+    call(tools, "record_step", description="No keeps the row", passed=True,
+         evidence="Consulting, Total: 250.00", screenshot=str(shot))  # fmt: skip
+    with pytest.raises(ToolError, match="no regression script"):
+        call(tools, "write_test_report", verdict="passed", summary="All good.")
+    tools.regressions.append({"status": "passed"})  # as write_regression_script records it
+    answer = call(tools, "write_test_report", verdict="passed", summary="Delete asks first.")
+    report = tmp_path / "report" / "report.html"
+    assert str(report) in answer
+    html = report.read_text("utf-8")
+    assert "No keeps the row" in html and "Total: 250.00" in html
+    assert (tmp_path / "report" / "screenshots" / "001-screenshot-1.png").is_file()
+    run = ResultStore(tmp_path / "results.sqlite").run(tools.result.run_id)
+    assert run.status == "passed" and run.report == str(report)
+
+
+def test_a_regression_script_is_run_once_by_the_script_runner(
+    headless_desktop: HeadlessDesktop, tmp_path: Path
+) -> None:
+    app = {
+        "command": [sys.executable, "-m", "invoice_app"],
+        "cwd": str(REPO / "examples"),
+        "env": {"INVOICE_APP_LOG": "${run_dir}/invoice_app.log"},
+        "log_file": "${run_dir}/invoice_app.log",
+        "startup_timeout": 20,
+        "call_timeout": 3,
+    }
+    tools = make_tools(tmp_path, default_app=app, env=headless_desktop.env)
+    script = {
+        "name": "totals",
+        "steps": [
+            {"type": "assert", "target": "TotalLabel", "equals": "Total: 250.00"},
+            {"type": "assert", "target": "SubtotalLabel", "equals": "Subtotal: 999.00"},
+        ],
+    }
+    answer = call(tools, "write_regression_script", name="totals", script=script)
+    assert "FAILED (1 passed, 1 failed" in answer and "Subtotal: 999.00" in answer, answer
+    script["steps"].pop()
+    answer = call(tools, "write_regression_script", name="totals", script=script)
+    assert "PASSED (1 passed, 0 failed" in answer, answer
+    runs = ResultStore(tmp_path / "results.sqlite").runs()
+    assert [r["status"] for r in runs] == ["failed", "passed"]
+    assert [r["script"] for r in runs] == [str(tmp_path / "ui_tests" / "totals.json")] * 2
