@@ -141,7 +141,9 @@ class TesterTools:
         description: Annotated[str, "what was done and checked, e.g. 'No keeps the row'"],
         passed: Annotated[bool, "whether what was read back is what was expected"],
         evidence: Annotated[str, "what the app answered (the values read back)"] = "",
-        screenshot: Annotated[str, "a path ui_screenshot answered, to show in the report"] = "",
+        screenshot: Annotated[
+            str, "a path ui_screenshot answered, or 'latest' for the newest one, for the report"
+        ] = "",
     ) -> str:
         """Record one checked step of the test for the report."""
         description = _one_line("description", description, 300)
@@ -166,8 +168,14 @@ class TesterTools:
         return f"step {index + 1} recorded ({verdict}): {description}"
 
     def _copy_screenshot(self, given: str) -> str:
-        path = Path(given)
         allowed = [d.resolve() for d in self.config.screenshot_dirs]
+        if given == "latest":
+            # The newest screenshot this run took (a transcript cannot know its file name).
+            shots = [p for d in allowed if d.is_dir() for p in d.glob("*.png") if p.is_file()]
+            if not shots:
+                raise ToolError("screenshot 'latest': no ui_screenshot was taken in this run yet")
+            given = str(max(shots, key=lambda p: (p.stat().st_mtime_ns, p.name)))
+        path = Path(given)
         if (
             not path.is_absolute()
             or path.suffix != ".png"
@@ -177,7 +185,7 @@ class TesterTools:
         ):
             raise ToolError(
                 f"screenshot {given!r}: expected the path of a PNG that ui_screenshot answered "
-                "in this run (or leave screenshot empty)"
+                "in this run, or 'latest' (or leave screenshot empty)"
             )
         folder = self.config.report_dir / "screenshots"
         folder.mkdir(parents=True, exist_ok=True)

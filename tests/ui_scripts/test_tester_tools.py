@@ -128,6 +128,9 @@ def test_the_report_needs_steps_and_a_regression_run_and_shows_them(tmp_path: Pa
         call(tools, "record_step", description="x", passed=True, screenshot=str(outside))
     call(tools, "record_step", description="No keeps the row", passed=True,
          evidence="Consulting, Total: 250.00", screenshot=str(shot))  # fmt: skip
+    with pytest.raises(ToolError, match="no ui_screenshot was taken"):
+        make_tools(tmp_path / "other").record_step("x", True, screenshot="latest")
+    call(tools, "record_step", description="Yes removes it", passed=True, screenshot="latest")
     with pytest.raises(ToolError, match="no regression script"):
         call(tools, "write_test_report", verdict="passed", summary="All good.")
     tools.regressions.append({"status": "passed"})  # as write_regression_script records it
@@ -137,6 +140,7 @@ def test_the_report_needs_steps_and_a_regression_run_and_shows_them(tmp_path: Pa
     html = report.read_text("utf-8")
     assert "No keeps the row" in html and "Total: 250.00" in html
     assert (tmp_path / "report" / "screenshots" / "001-screenshot-1.png").is_file()
+    assert (tmp_path / "report" / "screenshots" / "002-screenshot-1.png").is_file()
     run = ResultStore(tmp_path / "results.sqlite").run(tools.result.run_id)
     assert run.status == "passed" and run.report == str(report)
 
