@@ -38,8 +38,10 @@ from pydantic import BaseModel, Field
 
 from loopkit.abstractions import FunctionTool, Tool, ToolError
 from loopkit.child_env import child_environment
+from loopkit_ui.backends import TreeSnapshot
 from loopkit_ui.scripts.findings import Finding, crash_signs, first_stack_line, normalise_stack_line
 from loopkit_ui.scripts.loader import ScriptLoadError, load_script, validate_document
+from loopkit_ui.scripts.oracles import WindowContent, window_content, window_finding
 from loopkit_ui.scripts.report import write_report
 from loopkit_ui.scripts.results import RunResult, StepResult
 from loopkit_ui.scripts.store import ResultStore
@@ -87,8 +89,8 @@ class TesterConfig(BaseModel):
     database: Path = Field(description="the findings database, shared with the script runner")
     scripts_dir: Path = Field(description="where regression scripts are written")
     runner_out: Path = Field(description="the script runner's output folder (runs/RUN_ID/)")
-    screenshot_dirs: list[Path] = Field(
-        default_factory=list, description="folders a step's screenshot may come from"
+    ui_output_dirs: list[Path] = Field(
+        default_factory=list, description="the UI server's output folders (screenshots, trees)"
     )
     default_app: dict[str, Any] | None = Field(
         default=None, description="the 'app' section given to a script that names none"
@@ -168,25 +170,7 @@ class TesterTools:
         return f"step {index + 1} recorded ({verdict}): {description}"
 
     def _copy_screenshot(self, given: str) -> str:
-        allowed = [d.resolve() for d in self.config.screenshot_dirs]
-        if given == "latest":
-            # The newest screenshot this run took (a transcript cannot know its file name).
-            shots = [p for d in allowed if d.is_dir() for p in d.glob("*.png") if p.is_file()]
-            if not shots:
-                raise ToolError("screenshot 'latest': no ui_screenshot was taken in this run yet")
-            given = str(max(shots, key=lambda p: (p.stat().st_mtime_ns, p.name)))
-        path = Path(given)
-        if (
-            not path.is_absolute()
-            or path.suffix != ".png"
-            or path.is_symlink()
-            or not path.is_file()
-            or path.resolve().parent not in allowed
-        ):
-            raise ToolError(
-                f"screenshot {given!r}: expected the path of a PNG that ui_screenshot answered "
-                "in this run, or 'latest' (or leave screenshot empty)"
-            )
+        path = self._ui_file(given, ".png", "screenshot")
         folder = self.config.report_dir / "screenshots"
         folder.mkdir(parents=True, exist_ok=True)
         target = folder / f"{len(self.result.steps) + 1:03d}-{path.name}"
@@ -203,54 +187,98 @@ class TesterTools:
             "missing_id for a control without an id; the other oracle kinds as the runner uses "
             "them",
         ],
-        title: Annotated[
-            str,
-            "crash_dialog: the dialog's window title exactly as ui_list_windows shows it; "
-            "otherwise a short name of the defect",
-        ],
         summary: Annotated[str, "one sentence: what is wrong, and after which step"],
-        evidence: Annotated[
-            str, "crash_dialog: the dialog's whole text as ui_get_text answered; else the values"
+        title: Annotated[
+            str, "a short name of the defect (a window's title is taken from its tree)"
+        ] = "",
+        evidence: Annotated[str, "the values you read back, the texts you saw"] = "",
+        tree: Annotated[
+            str,
+            "a window's tree as ui_tree(window=..., format='json') wrote it (its path, or "
+            "'latest'): its texts and buttons are read as the script runner reads a new window",
         ] = "",
     ) -> str:
         """File a finding in the findings database shared with the script runner."""
-        title = _one_line("title", title, 200)
         summary = _one_line("summary", summary, 500)
-        evidence = evidence[:_MAX_EVIDENCE]
-        stack = first_stack_line([evidence]) if evidence else None
-        if kind == "crash_dialog" and not crash_signs([evidence], []).is_crash:
-            raise ToolError(
-                "record_finding: kind crash_dialog needs the dialog's text as evidence (an "
-                "exception type or a stack-trace line); read it with ui_get_text first"
+        step = self.result.steps[-1].path if self.result.steps else None
+        if tree:
+            content = self._window(tree)
+            # The oracles' own function: a crash the agent files and one a script's oracle
+            # files are the same Finding, with the same fingerprint.
+            finding = window_finding("agent", title.strip() or content.title, content, step or "")
+            if kind == "crash_dialog" and finding.kind != "crash_dialog":
+                raise ToolError(
+                    f"record_finding: the window {content.title!r} in {tree!r} shows no sign of "
+                    "a crash (no exception type, stack-trace line, or continue and quit buttons)"
+                )
+            finding = finding.model_copy(
+                update={"kind": kind, "summary": summary, "detail": f"{finding.detail}\n{evidence}"}
             )
-        with self._lock:
-            step = self.result.steps[-1].path if self.result.steps else None
+        else:
+            if kind == "crash_dialog" and not crash_signs([evidence], []).is_crash:
+                raise ToolError(
+                    "record_finding: kind crash_dialog needs the dialog: its tree (ui_tree with "
+                    "window=<the dialog's id> and format='json', then tree='latest') or its text "
+                    "as evidence"
+                )
             finding = Finding(
                 kind=kind,
                 oracle="agent",
-                title=title,
+                title=_one_line("title", title, 200),
                 summary=summary,
-                detail=evidence,
-                stack_line=stack,
+                detail=evidence[:_MAX_EVIDENCE],
+                stack_line=first_stack_line([evidence]) if evidence else None,
                 step=step,
             )
+        with self._lock:
             self.result.findings.append(finding)
             if self.result.steps:
                 self.result.steps[-1].findings.append(finding.fingerprint)
             self._store_run()
         count = next(
-            (
-                row["count"]
-                for row in self.store.findings()
-                if row["fingerprint"] == finding.fingerprint
-            ),
+            (r["count"] for r in self.store.findings() if r["fingerprint"] == finding.fingerprint),
             1,
         )
-        where = f", first stack line {normalise_stack_line(stack)!r}" if stack else ""
+        stack = normalise_stack_line(finding.stack_line)
+        where = f", first stack line {stack!r}" if stack else ""
         return (
-            f"finding {finding.fingerprint} filed ({kind}: {title!r}{where}); "
+            f"finding {finding.fingerprint} filed ({finding.kind}: {finding.title!r}{where}); "
             f"seen in {count} run(s) in the findings database"
         )
+
+    def _ui_file(self, given: str, suffix: str, what: str) -> Path:
+        """A file the UI server wrote in this run: its path, or ``latest`` for the newest."""
+        allowed = [d.resolve() for d in self.config.ui_output_dirs]
+        if given == "latest":
+            # The newest file of its kind (a transcript cannot know its name).
+            files = [p for d in allowed if d.is_dir() for p in d.glob(f"*{suffix}") if p.is_file()]
+            if not files:
+                raise ToolError(f"{what} 'latest': there is none in this run yet")
+            return max(files, key=lambda p: (p.stat().st_mtime_ns, p.name))
+        path = Path(given)
+        if (
+            not path.is_absolute()
+            or path.suffix != suffix
+            or path.is_symlink()
+            or not path.is_file()
+            or path.resolve().parent not in allowed
+        ):
+            raise ToolError(
+                f"{what} {given!r}: expected the path of a {suffix} file the UI server answered "
+                "in this run, or 'latest'"
+            )
+        return path
+
+    def _window(self, given: str) -> WindowContent:
+        path = self._ui_file(given, ".json", "tree")
+        try:
+            snapshot = TreeSnapshot.model_validate_json(path.read_bytes())
+        except ValueError as error:
+            raise ToolError(f"tree {given!r}: not a tree ui_tree wrote ({error})") from None
+        content = window_content(snapshot.nodes, snapshot.nodes[0].key) if snapshot.nodes else None
+        if content is None:
+            raise ToolError(f"tree {given!r}: the tree is empty")
+        return content
 
     def _store_run(self) -> None:
         self.result.finished = datetime.now(UTC).isoformat(timespec="seconds")
@@ -418,10 +446,11 @@ _DESCRIPTIONS = {
     "record_finding": (
         "Files a finding in the findings database the script runner uses (one defect seen by a "
         "script and by you is one finding, counted twice). File one for EVERY application "
-        "defect you see, even when the card's test passes. For a crash dialog: kind "
-        "crash_dialog, the window title exactly as ui_list_windows shows it, and the dialog's "
-        "whole text as evidence (the fingerprint is read from its first stack-trace line). "
-        "Answers the fingerprint and how many runs saw it."
+        "defect you see, even when the card's test passes. For a crash dialog: "
+        "ui_tree(window=<the dialog's id>, format='json'), then record_finding(kind="
+        "'crash_dialog', tree='latest', summary=...): the dialog is read exactly as the script "
+        "runner reads it (title, exception type, first stack-trace line). Answers the "
+        "fingerprint and how many runs saw it."
     ),
     "write_regression_script": (
         "Writes a JSON regression script for what must run again, in the script runner's "

@@ -13,8 +13,9 @@ import pytest
 
 from loopkit.abstractions import ToolError
 from loopkit_ui import tester_tools
+from loopkit_ui.backends import TreeNode, TreeSnapshot
 from loopkit_ui.scripts import ResultStore, RunResult
-from loopkit_ui.scripts.oracles import WindowContent, _window_finding
+from loopkit_ui.scripts.oracles import window_content, window_finding
 from loopkit_ui.session import HeadlessDesktop
 
 from .conftest import REPO
@@ -36,7 +37,7 @@ def make_tools(tmp_path: Path, **overrides: Any) -> tester_tools.TesterTools:
         "database": tmp_path / "results.sqlite",
         "scripts_dir": tmp_path / "ui_tests",
         "runner_out": tmp_path / "ui-runs",
-        "screenshot_dirs": [tmp_path / "ui"],
+        "ui_output_dirs": [tmp_path / "ui"],
         **overrides,
     }
     return tester_tools.TesterTools(tester_tools.TesterConfig(**settings))
@@ -60,25 +61,42 @@ def test_the_four_tools_are_offered(tmp_path: Path) -> None:
     )
 
 
+def crash_tree(folder: str) -> TreeSnapshot:
+    """The crash dialog's tree as the UI server's ui_tree(format='json') saves it."""
+    text = CRASH_TEXT.replace("/tmp/pytest-7/repo", folder)
+    nodes = [
+        TreeNode(key="w", parent=None, depth=0, role="alert", name="Invoice Editor",
+                 id="CrashDialog", text="Invoice Editor"),
+        TreeNode(key="l", parent="w", depth=1, role="label", name=text),
+        TreeNode(key="p", parent="w", depth=1, role="panel"),
+        TreeNode(key="c", parent="p", depth=2, role="push button", name="Continue",
+                 id="CrashContinueButton"),
+        TreeNode(key="q", parent="p", depth=2, role="push button", name="Quit",
+                 id="CrashQuitButton"),
+    ]  # fmt: skip
+    return TreeSnapshot(app="invoice_app", nodes=nodes, node_budget=2000, ms=1.0)
+
+
 def test_a_crash_filed_by_the_agent_and_by_the_oracle_is_one_finding_counted_twice(
     tmp_path: Path,
 ) -> None:
     tools = make_tools(tmp_path)
-    call(tools, "record_step", description="open broken.json", passed=False, evidence="crash")
+    (tmp_path / "ui").mkdir()
+    tree = crash_tree("/tmp/pytest-7/repo")
+    (tmp_path / "ui" / "tree-001.json").write_text(tree.model_dump_json(), "utf-8")
+    call(tools, "record_step", description="open README.md", passed=False, evidence="crash")
     answer = call(
         tools,
         "record_finding",
         kind="crash_dialog",
-        title="Invoice Editor",
-        summary="opening a malformed file crashes",
-        evidence=CRASH_TEXT,
+        summary="opening a file that is not an invoice crashes",
+        tree="latest",
     )
-    assert "main_window.py:288 in open_file" in answer and "seen in 1 run(s)" in answer
-    # The same dialog seen by a script: the oracle reads the window's texts (other folders).
-    texts = [t.replace("/tmp/pytest-7/repo", "/home/u/examples") for t in CRASH_TEXT.split("\n\n")]
-    oracle = _window_finding(
-        "window_event", "Invoice Editor", WindowContent("k", "Invoice Editor", texts, []), "s"
-    )
+    assert "'Invoice Editor'" in answer and "main_window.py:288 in open_file" in answer, answer
+    assert "seen in 1 run(s)" in answer
+    # The same dialog seen by a script's oracle, in another folder.
+    other = crash_tree("/home/u/examples").nodes
+    oracle = window_finding("window_event", "Invoice Editor", window_content(other, "w"), "s")
     script_run = RunResult(
         run_id="script-run", script="x.json", name="x", started="2026", run_dir=str(tmp_path)
     )
@@ -87,14 +105,15 @@ def test_a_crash_filed_by_the_agent_and_by_the_oracle_is_one_finding_counted_twi
     rows = ResultStore(tmp_path / "results.sqlite").findings()
     assert [(r["kind"], r["count"]) for r in rows] == [("crash_dialog", 2)]
     assert set(rows[0]["runs"]) == {tools.result.run_id, "script-run"}
-    # Filing it again in the same run does not count the run twice.
+    # Filing it again in the same run does not count the run twice; the text as evidence
+    # (without the tree) is read the same way.
     call(tools, "record_finding", kind="crash_dialog", title="Invoice Editor", summary="again",
          evidence=CRASH_TEXT)  # fmt: skip
     assert ResultStore(tmp_path / "results.sqlite").findings()[0]["count"] == 2
 
 
 def test_a_crash_finding_without_the_dialog_text_is_refused(tmp_path: Path) -> None:
-    with pytest.raises(ToolError, match="needs the dialog's text"):
+    with pytest.raises(ToolError, match="needs the dialog"):
         call(tools := make_tools(tmp_path), "record_finding", kind="crash_dialog",
              title="Invoice Editor", summary="it crashed", evidence="it crashed")  # fmt: skip
     assert tools.result.findings == []
@@ -128,7 +147,7 @@ def test_the_report_needs_steps_and_a_regression_run_and_shows_them(tmp_path: Pa
         call(tools, "record_step", description="x", passed=True, screenshot=str(outside))
     call(tools, "record_step", description="No keeps the row", passed=True,
          evidence="Consulting, Total: 250.00", screenshot=str(shot))  # fmt: skip
-    with pytest.raises(ToolError, match="no ui_screenshot was taken"):
+    with pytest.raises(ToolError, match="screenshot .latest.: there is none in this run yet"):
         make_tools(tmp_path / "other").record_step("x", True, screenshot="latest")
     call(tools, "record_step", description="Yes removes it", passed=True, screenshot="latest")
     with pytest.raises(ToolError, match="no regression script"):
