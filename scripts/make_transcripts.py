@@ -16,6 +16,7 @@ import argparse
 import json
 import re
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -149,7 +150,7 @@ def _number_cell(text: str) -> QTableWidgetItem:
 # -- turns -----------------------------------------------------------------------------------
 
 
-def call(name: str, expect: dict[str, Any] | None = None, **arguments: Any) -> dict[str, Any]:
+def call(name: str, expect: dict[str, Any] | None = None, /, **arguments: Any) -> dict[str, Any]:
     c: dict[str, Any] = {"name": name, "arguments": arguments}
     if expect:
         c["expect"] = expect
@@ -436,8 +437,18 @@ TRANSCRIPTS = {
 }
 
 
-def render(name: str) -> str:
-    return json.dumps(TRANSCRIPTS[name](), indent=1, ensure_ascii=False) + "\n"
+def all_transcripts() -> dict[Path, Callable[[], dict[str, Any]]]:
+    """Every bundled transcript by its file: the develop role's in OUT, another role's in
+    OUT/<role>/ (the test role's come from tester_transcripts.py)."""
+    from tester_transcripts import TEST_TRANSCRIPTS
+
+    files = {OUT / f"{name}.json": make for name, make in TRANSCRIPTS.items()}
+    files.update({OUT / "test" / f"{name}.json": make for name, make in TEST_TRANSCRIPTS.items()})
+    return files
+
+
+def render(make: Callable[[], dict[str, Any]]) -> str:
+    return json.dumps(make(), indent=1, ensure_ascii=False) + "\n"
 
 
 def main() -> int:
@@ -445,13 +456,13 @@ def main() -> int:
     parser.add_argument("--check", action="store_true", help="only check the bundled files")
     args = parser.parse_args()
     stale = []
-    for name in TRANSCRIPTS:
-        target = OUT / f"{name}.json"
-        text = render(name)
+    for target, make in all_transcripts().items():
+        text = render(make)
         if args.check:
             if not target.exists() or target.read_text(encoding="utf-8") != text:
                 stale.append(target)
         else:
+            target.parent.mkdir(exist_ok=True)
             target.write_text(text, encoding="utf-8")
             print(f"wrote {target.relative_to(ROOT)}")
     for target in stale:

@@ -21,8 +21,9 @@ REPORT_LINE = (
 )
 
 
-def _record(number: int, description: str, evidence: str, *, passed: bool = True,
-            screenshot: bool = False) -> dict[str, Any]:  # fmt: skip
+def _record(
+    number: int, description: str, evidence: str, *, passed: bool = True, screenshot: bool = False
+) -> dict[str, Any]:
     arguments: dict[str, Any] = {
         "description": description,
         "passed": passed,
@@ -92,8 +93,12 @@ def delete_test() -> dict[str, Any]:
             _step("assert", "ItemsTable", row=0, column=0, equals="Consulting"),
             _type("FilePathInput", saved),
             _click("OpenButton"),
-            {"type": "wait_for", "target": "StatusLabel", "condition": "text",
-             "value": f"Opened {saved}"},  # fmt: skip
+            {
+                "type": "wait_for",
+                "target": "StatusLabel",
+                "condition": "text",
+                "value": f"Opened {saved}",
+            },
             _step("assert", "ItemsTable", row=0, column=0, equals="Travel"),
             _step("assert", "ItemsTable", row=1, column=0, property="exists", equals=False),
             _step("assert", "TotalLabel", equals="Total: 50.00"),
@@ -113,8 +118,11 @@ def delete_test() -> dict[str, Any]:
             text="Criterion 3 first: no row selected.",
         ),
         turn(
-            _record(1, "With no row selected, Delete selected does nothing",
-                    "no window opened; TotalLabel reads 'Total: 250.00'"),  # fmt: skip
+            _record(
+                1,
+                "With no row selected, Delete selected does nothing",
+                "no window opened; TotalLabel reads 'Total: 250.00'",
+            ),
         ),
         turn(call("ui_click", acted(), target="ItemsTable", row=0, column=0)),
         turn(opens_dialog),
@@ -123,9 +131,12 @@ def delete_test() -> dict[str, Any]:
             call("ui_screenshot", ok(".png")),
         ),
         turn(
-            _record(2, "Delete selected with Consulting selected asks in a dialog naming it",
-                    'ConfirmDeleteDialog opened: Delete the item "Consulting"?',
-                    screenshot=True),  # fmt: skip
+            _record(
+                2,
+                "Delete selected with Consulting selected asks in a dialog naming it",
+                'ConfirmDeleteDialog opened: Delete the item "Consulting"?',
+                screenshot=True,
+            ),
         ),
         turn(call("ui_click", acted(), target="ConfirmDeleteNoButton", expect_disappear=[dialog])),
         turn(
@@ -133,8 +144,11 @@ def delete_test() -> dict[str, Any]:
             text_of("TotalLabel", "Total: 250.00"),
         ),
         turn(
-            _record(3, "No leaves everything as is",
-                    "row 0 is still 'Consulting'; TotalLabel reads 'Total: 250.00'"),  # fmt: skip
+            _record(
+                3,
+                "No leaves everything as is",
+                "row 0 is still 'Consulting'; TotalLabel reads 'Total: 250.00'",
+            ),
         ),
         turn(opens_dialog),
         turn(call("ui_click", acted(), target="ConfirmDeleteYesButton", expect_disappear=[dialog])),
@@ -145,9 +159,12 @@ def delete_test() -> dict[str, Any]:
             call("ui_screenshot", ok(".png")),
         ),
         turn(
-            _record(4, "Yes removes the row and the totals follow",
-                    "row 0 is now 'Travel'; 'Subtotal: 50.00', 'Total: 50.00'",
-                    screenshot=True),  # fmt: skip
+            _record(
+                4,
+                "Yes removes the row and the totals follow",
+                "row 0 is now 'Travel'; 'Subtotal: 50.00', 'Total: 50.00'",
+                screenshot=True,
+            ),
         ),
         turn(
             call("ui_list_windows", ok("InvoiceWindow")),
@@ -195,7 +212,7 @@ def delete_test() -> dict[str, Any]:
             call(
                 "git_commit",
                 ok("ui_tests/delete-asks-first.json"),
-                message=f"test: {title}\n\nChecked every criterion live (4 steps passed, no "
+                message=f"card: {title} (test)\n\nChecked every criterion live (4 steps passed, no "
                 "findings). Adds the regression script ui_tests/delete-asks-first.json (passed "
                 "in the script runner) and a workflow note.",
             )
@@ -223,8 +240,14 @@ def open_file_test() -> dict[str, Any]:
         "file is reported in the error label.",
         "steps": [
             _type("DiscountInput", "15"),
-            {"type": "action", "action": "set_cell", "target": "ItemsTable", "row": 0,
-             "column": 0, "text": "Design work"},  # fmt: skip
+            {
+                "type": "action",
+                "action": "set_cell",
+                "target": "ItemsTable",
+                "row": 0,
+                "column": 0,
+                "text": "Design work",
+            },
             _type("FilePathInput", saved),
             _click("SaveButton"),
             _step("assert", "StatusLabel", equals=f"Saved to {saved}"),
@@ -232,13 +255,18 @@ def open_file_test() -> dict[str, Any]:
             _step("assert", "DiscountInput", equals="0"),
             _type("FilePathInput", saved),
             _click("OpenButton"),
-            {"type": "wait_for", "target": "StatusLabel", "condition": "text",
-             "value": f"Opened {saved}"},  # fmt: skip
+            {
+                "type": "wait_for",
+                "target": "StatusLabel",
+                "condition": "text",
+                "value": f"Opened {saved}",
+            },
             _step("assert", "DiscountInput", equals="15"),
             _step("assert", "ItemsTable", row=0, column=0, equals="Design work"),
             _type("FilePathInput", missing),
-            _click("OpenButton", expect_findings=["error_label"],
-                   expect={"appear": ["ErrorLabel"]}),  # fmt: skip
+            _click(
+                "OpenButton", expect_findings=["error_label"], expect={"appear": ["ErrorLabel"]}
+            ),
             _step("assert", "ErrorLabel", equals=f"File not found: {missing}"),
         ],
     }
@@ -254,8 +282,11 @@ def open_file_test() -> dict[str, Any]:
         turn(call("ui_click", acted(**NO_WINDOW_OPENED), target="OpenButton")),
         turn(text_of("ErrorLabel", "File not found: no-such-invoice.json")),
         turn(
-            _record(1, "A missing file is reported in the error label",
-                    "ErrorLabel reads 'File not found: no-such-invoice.json'"),  # fmt: skip
+            _record(
+                1,
+                "A missing file is reported in the error label",
+                "ErrorLabel reads 'File not found: no-such-invoice.json'",
+            ),
         ),
         turn(
             call("ui_type_text", acted(), target="FilePathInput", text=not_an_invoice),
@@ -269,10 +300,14 @@ def open_file_test() -> dict[str, Any]:
             "runner would.",
         ),
         turn(
-            _record(2, "A file that is not an invoice is reported in the error label",
-                    "a crash dialog opened instead (InvoiceFormatError: invoice_app/README.md "
-                    "is not valid JSON); the error label stayed hidden",
-                    passed=False, screenshot=True),  # fmt: skip
+            _record(
+                2,
+                "A file that is not an invoice is reported in the error label",
+                "a crash dialog opened instead (InvoiceFormatError: invoice_app/README.md "
+                "is not valid JSON); the error label stayed hidden",
+                passed=False,
+                screenshot=True,
+            ),
         ),
         turn(
             call(
@@ -290,8 +325,11 @@ def open_file_test() -> dict[str, Any]:
         ),
         turn(text_of("TotalLabel", "Total: 250.00")),
         turn(
-            _record(3, "After Continue the app runs on with its invoice",
-                    "TotalLabel reads 'Total: 250.00'"),  # fmt: skip
+            _record(
+                3,
+                "After Continue the app runs on with its invoice",
+                "TotalLabel reads 'Total: 250.00'",
+            ),
         ),
         turn(call("stop_app", ok("no process of it is left"))),
         turn(
@@ -332,7 +370,7 @@ def open_file_test() -> dict[str, Any]:
             call(
                 "git_commit",
                 ok("ui_tests/open-a-saved-invoice.json"),
-                message=f"test: {title}\n\nOpening a file that is not an invoice crashes "
+                message=f"card: {title} (test)\n\nOpening a file that is not an invoice crashes "
                 "(crash_dialog finding filed); the round trip and the missing file pass in the "
                 "regression script ui_tests/open-a-saved-invoice.json. Adds a failure note.",
             )

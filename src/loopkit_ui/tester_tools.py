@@ -130,6 +130,11 @@ class TesterTools:
             for name in TESTER_TOOL_NAMES
         ]
 
+    @property
+    def report_path(self) -> Path | None:
+        """The HTML report, once write_test_report wrote it."""
+        return Path(self.result.report) if self.result.report else None
+
     async def __aenter__(self) -> TesterTools:
         return self
 

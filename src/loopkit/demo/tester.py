@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import importlib
 import sys
-from pathlib import Path
 from typing import Any
 
 from loopkit.cards.config import ConfigError, RunnerConfig
 from loopkit.cards.runner import ToolSource
+from loopkit.demo.workspace import ScratchRepo
 
 __all__ = [
     "FINDINGS_DATABASE",
@@ -57,30 +57,33 @@ def regression_app(app_command: list[str], app_cwd: str) -> dict[str, Any]:
 
 
 def tester_tools(
-    config: RunnerConfig,
-    *,
-    name: str,
-    repo: Path,
-    run_dir: Path,
-    tools_settings: Any,
+    config: RunnerConfig, scratch: ScratchRepo, tools: ToolSource, name: str
 ) -> ToolSource:
-    """The tester's tools for a run of the card ``name`` in ``repo`` (folders in ``run_dir``);
-    ``tools_settings`` is the run's ``ToolsConfig`` (how the app starts)."""
+    """The tester's tools of a run of the card ``name`` in ``scratch``: the report in the run's
+    folder, regression scripts in the repository's ``ui_tests/``, findings in the runs folder's
+    database. ``tools`` are the run's local tools (their ``config`` says how the app starts)."""
+    settings = getattr(tools, "config", None)
+    if settings is None or not hasattr(settings, "app_command"):
+        raise ConfigError(
+            "the tester group needs the tools provider's LocalTools with a config (app_command, "
+            "app_cwd): the regression scripts start the app as start_app does"
+        )
     try:
         module = importlib.import_module(TESTER_MODULE)
     except ImportError as e:
         raise ConfigError(
             f"the tester group needs {TESTER_MODULE} (install loopkit with the 'ui' extra): {e}"
         ) from None
-    settings = module.TesterConfig(
+    run_dir = scratch.run_dir
+    tester_config = module.TesterConfig(
         name=name,
         report_dir=run_dir / REPORT_FOLDER,
         database=config.runs_dir.resolve() / FINDINGS_DATABASE,
-        scripts_dir=repo / REGRESSION_FOLDER,
+        scripts_dir=scratch.repo / REGRESSION_FOLDER,
         runner_out=run_dir / "ui-runs",
         ui_output_dirs=[run_dir / "ui"],
-        default_app=regression_app(list(tools_settings.app_command), tools_settings.app_cwd),
+        default_app=regression_app(list(settings.app_command), settings.app_cwd),
         default_oracles={"error_labels": ["ErrorLabel"]},
     )
-    source: ToolSource = module.TesterTools(settings)
+    source: ToolSource = module.TesterTools(tester_config)
     return source
