@@ -11,6 +11,7 @@ one fingerprint, counted twice.
 from __future__ import annotations
 
 import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -24,6 +25,8 @@ from .helpers import ROOT, copy_card, run_demo
 
 pytestmark = [pytest.mark.integration, pytest.mark.ui]
 
+# Cards for the test role only (no develop transcript): outside examples/cards/*.md.
+TEST_CARDS = ROOT / "examples" / "cards" / "test"
 CRASH_SCRIPT = ROOT / "examples" / "scripts" / "crashes" / "open_malformed_json.json"
 
 
@@ -101,7 +104,8 @@ def test_develop_then_test_the_delete_card(
 def test_a_test_run_files_the_planted_crash_as_the_script_runner_does(
     tmp_path: Path, headless_desktop: HeadlessDesktop
 ) -> None:
-    card = copy_card(tmp_path, "opening-a-saved-invoice")
+    card = tmp_path / "opening-a-saved-invoice.md"
+    shutil.copy(TEST_CARDS / card.name, card)
     tested = run_demo(tmp_path, card, "--role", "test")
     assert tested.returncode == 1, tested.output
     assert "RESULT: failed: opening a file that is not an invoice crashes" in tested.output
