@@ -359,9 +359,17 @@ class TesterTools:
             output, _ = await asyncio.wait_for(
                 process.communicate(), timeout=self.config.runner_timeout_s
             )
-        except (TimeoutError, asyncio.CancelledError):
+        except TimeoutError:
             _stop(process)
             await process.wait()
+            raise ToolError(
+                f"the script runner did not finish {path.name} within "
+                f"{self.config.runner_timeout_s:g} s and was stopped; a step may wait for "
+                "something that never comes (check its expect and timeout)"
+            ) from None
+        except asyncio.CancelledError:
+            _stop(process)
+            await asyncio.shield(process.wait())
             raise
         text = output.decode("utf-8", "replace")
         new = sorted(set((out / "runs").glob("*")) - before)

@@ -191,3 +191,14 @@ def test_a_regression_script_is_run_once_by_the_script_runner(
     runs = ResultStore(tmp_path / "results.sqlite").runs()
     assert [r["status"] for r in runs] == ["failed", "passed"]
     assert [r["script"] for r in runs] == [str(tmp_path / "ui_tests" / "totals.json")] * 2
+
+
+def test_a_regression_run_that_takes_too_long_is_stopped_with_a_clear_error(
+    headless_desktop: HeadlessDesktop, tmp_path: Path
+) -> None:
+    app = {"command": [sys.executable, "-m", "invoice_app"], "cwd": str(REPO / "examples")}
+    tools = make_tools(tmp_path, default_app=app, env=headless_desktop.env, runner_timeout_s=1.5)
+    script = {"name": "slow", "steps": [{"type": "sleep", "seconds": 30}]}
+    with pytest.raises(ToolError, match=r"did not finish slow\.json within 1\.5 s"):
+        call(tools, "write_regression_script", name="slow", script=script)
+    assert tools.regressions == []
