@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from make_transcripts import NO_WINDOW_OPENED, acted, call, ok, text_of, turn
+# make_transcripts.py imports this module: its helpers are imported where they are used.
 
-#: What the script runner needs to start the app of the scratch repository (the script is
-#: written to ``ui_tests/`` at its root); write_regression_script adds it to a script without one.
+#: The final message's report line: a transcript cannot know the run's folder (the demo prints
+#: the report's path after the summary).
 REPORT_LINE = (
     "Report: the path write_test_report answered (test-report/report.html in the run's folder)."
 )
@@ -24,6 +24,8 @@ REPORT_LINE = (
 def _record(
     number: int, description: str, evidence: str, *, passed: bool = True, screenshot: bool = False
 ) -> dict[str, Any]:
+    from make_transcripts import call, ok
+
     arguments: dict[str, Any] = {
         "description": description,
         "passed": passed,
@@ -36,6 +38,8 @@ def _record(
 
 
 def _memory_first(symptom: str) -> list[dict[str, Any]]:
+    from make_transcripts import call, turn
+
     return [
         turn(
             call("read_router", {"error": False}),
@@ -59,6 +63,8 @@ def _type(target: str, text: str) -> dict[str, Any]:
 
 def delete_test() -> dict[str, Any]:
     """The test run of the delete card, on the repository its develop run left."""
+    from make_transcripts import NO_WINDOW_OPENED, acted, call, ok, text_of, turn
+
     title = "Deleting an item should ask first"
     dialog = "ConfirmDeleteDialog"
     opens_dialog = call(
@@ -230,6 +236,8 @@ def delete_test() -> dict[str, Any]:
 
 def open_file_test() -> dict[str, Any]:
     """A test run of opening files on the app as shipped: it meets the planted crash."""
+    from make_transcripts import NO_WINDOW_OPENED, acted, call, ok, text_of, turn
+
     title = "Opening a saved invoice"
     crash = "CrashDialog"
     saved = "${tmp}/saved.json"

@@ -49,6 +49,7 @@ MINIMUM = {
     "docs/mcp.md": 1,
     "docs/memory.md": 1,
     "docs/providers.md": 3,
+    "docs/roles.md": 3,
     "docs/scripts.md": 1,
     "docs/sessions.md": 4,
 }

@@ -12,7 +12,6 @@ import importlib
 import os
 import stat
 import sys
-from collections.abc import Collection
 from importlib import resources
 from pathlib import Path
 from types import ModuleType
@@ -36,14 +35,17 @@ from loopkit.demo.progress import LiveProgress, summary_table
 from loopkit.demo.role_tools import (
     DEFAULT_ROLE,
     NOTES_FOLDER,
+    GroupContext,
     RoleMemory,
     SelectedTools,
     StaticTools,
+    extra_group_sources,
     find_role,
     local_tool_filter,
     needs_local_tools,
     reference_shelf,
     role_instructions,
+    take_message,
 )
 from loopkit.demo.tester import tester_tools
 from loopkit.demo.workspace import (
@@ -341,13 +343,6 @@ def check_settings(
     check_model(config, card_path, role.name if role is not None else DEFAULT_ROLE)
 
 
-def with_role_limits(config: RunnerConfig, role: Role, given: Collection[str] = ()) -> RunnerConfig:
-    """``config`` with the role's limits, except those in ``given`` (set on the command line,
-    which beats the role)."""
-    limits = {k: v for k, v in role.front_matter.limits.given().items() if k not in given}
-    return config.model_copy(update=limits) if limits else config
-
-
 def read_card(config: RunnerConfig, card_path: Path) -> str:
     """The card file's text; :class:`CardError` when it cannot be read (missing, a folder, above
     ``max_card_bytes``, not UTF-8): bad input, exit 2, the file is left as it is."""
@@ -422,6 +417,8 @@ def card_runner(
     if role.has("tester"):
         sources.append(tester or tester_tools(config, scratch, tools, scratch.repo.name))
     sources.append(StaticTools([reference_shelf(config).tool()]))
+    context = GroupContext(config, role, scratch.repo, scratch.run_dir, scratch.app_folder)
+    sources += extra_group_sources(context)
     rules = memory.rules(role.rules_scope) if memory is not None else []
     if memory is not None:
         sources.append(memory.source(offered=role.has("memory")))
@@ -512,16 +509,9 @@ async def run_demo(
     base = scratch.head()
     with RunLog(log_path) as log:
         runner = card_runner(
-            config,
-            model,
-            tools,
-            scratch,
-            log,
-            role=role,
-            memory=memory,
-            message=message,
+            config, model, tools, scratch, log, role=role, memory=memory, message=message,
             tester=tester,
-        )
+        )  # fmt: skip
         progress = LiveProgress(console, config.max_rounds)
         log.subscribe(progress.on_event)
         interrupted = False
@@ -567,20 +557,3 @@ async def run_demo(
     if interrupted:
         return 130
     return 0 if result.done else 1
-
-
-def take_message(
-    memory: RoleMemory | None, role: Role, message: str | None, console: Console
-) -> str | None:
-    """A message that comes with the run: one that starts with "remember" becomes a feedback
-    rule of the role's scope (returns None: the rule reaches the model with the rules); any
-    other message is returned, to go with the card."""
-    if message is None or not message.strip():
-        return None
-    if memory is None:
-        return message
-    added = memory.remember(message, role.rules_scope)
-    if added is None:
-        return message
-    console.print(f"[bold]Feedback:[/bold] {escape(added)}")
-    return None
