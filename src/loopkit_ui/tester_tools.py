@@ -30,6 +30,7 @@ import shutil
 import signal
 import sys
 import threading
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -42,7 +43,7 @@ from loopkit_ui.backends import TreeSnapshot
 from loopkit_ui.scripts.findings import Finding, crash_signs, first_stack_line, normalise_stack_line
 from loopkit_ui.scripts.loader import ScriptLoadError, load_script, validate_document
 from loopkit_ui.scripts.oracles import WindowContent, window_content, window_finding
-from loopkit_ui.scripts.report import write_report
+from loopkit_ui.scripts.report import write_gif, write_report
 from loopkit_ui.scripts.results import RunResult, StepResult
 from loopkit_ui.scripts.store import ResultStore
 
@@ -125,6 +126,8 @@ class TesterTools:
         #: The runner's verdict on each regression script, in order.
         self.regressions: list[dict[str, Any]] = []
         self._lock = threading.Lock()
+        self._clock = time.perf_counter()
+        self._last_step = self._clock
         self.tools: list[Tool] = [
             FunctionTool(getattr(self, name), name=name, description=_DESCRIPTIONS[name])
             for name in TESTER_TOOL_NAMES
@@ -156,6 +159,9 @@ class TesterTools:
         description = _one_line("description", description, 300)
         shot = self._copy_screenshot(screenshot) if screenshot else None
         with self._lock:
+            now = time.perf_counter()
+            # A step's time: since the step before it (what checking it took, tools included).
+            elapsed, self._last_step = (now - self._last_step) * 1000, now
             index = len(self.result.steps)
             self.result.steps.append(
                 StepResult(
@@ -167,6 +173,7 @@ class TesterTools:
                     status="passed" if passed else "failed",
                     message=evidence[:_MAX_EVIDENCE],
                     screenshot=shot,
+                    ms=round(elapsed, 1),
                 )
             )
             if shot is not None:
@@ -422,6 +429,11 @@ class TesterTools:
             self.config.report_dir.mkdir(parents=True, exist_ok=True)
             report = self.config.report_dir / "report.html"
             self.result.report = str(report.resolve())
+            self.result.ms = round((time.perf_counter() - self._clock) * 1000, 1)
+            shots = [self.config.report_dir / s for s in self.result.screenshots]
+            if shots:
+                gif = write_gif(shots, self.config.report_dir / "run.gif")
+                self.result.gif = str(gif.resolve())
             self._store_run()
             write_report(self.result, report)
         failed = [s.label for s in self.result.steps if s.status == "failed"]

@@ -160,6 +160,7 @@ def test_the_report_needs_steps_and_a_regression_run_and_shows_them(tmp_path: Pa
     assert "No keeps the row" in html and "Total: 250.00" in html
     assert (tmp_path / "report" / "screenshots" / "001-screenshot-1.png").is_file()
     assert (tmp_path / "report" / "screenshots" / "002-screenshot-1.png").is_file()
+    assert (tmp_path / "report" / "run.gif").is_file() and 'src="run.gif"' in html
     run = ResultStore(tmp_path / "results.sqlite").run(tools.result.run_id)
     assert run.status == "passed" and run.report == str(report)
 
