@@ -5,6 +5,7 @@ headless desktop with the real invoice app)."""
 from __future__ import annotations
 
 import asyncio
+import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -17,10 +18,11 @@ from loopkit_ui.backends import TreeNode, TreeSnapshot
 from loopkit_ui.scripts import ResultStore, RunResult
 from loopkit_ui.scripts.oracles import window_content, window_finding
 from loopkit_ui.session import HeadlessDesktop
+from tests.secret_corpus import LATE, leaks, plant_environment, planted_text
 
 from .conftest import REPO
 
-# The planted crash's dialog text as ui_get_text reads it: the invoice app's own crash_text.
+# The planted crash's dialog text, as the invoice app's crash_text writes it.
 CRASH_TEXT = """An unexpected error occurred.
 
 InvoiceFormatError: /tmp/x/broken.json is not valid JSON: Expecting value: line 1 column 1
@@ -203,3 +205,22 @@ def test_a_regression_run_that_takes_too_long_is_stopped_with_a_clear_error(
     with pytest.raises(ToolError, match=r"did not finish slow\.json within 1\.5 s"):
         call(tools, "write_regression_script", name="slow", script=script)
     assert tools.regressions == []
+
+
+def test_no_secret_reaches_the_report_or_the_findings_database(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    plant_environment(monkeypatch)
+    tools = make_tools(tmp_path)
+    monkeypatch.setenv(*LATE)  # exported after the tools were made: redacted all the same
+    text = planted_text()
+    call(tools, "record_step", description="saved", passed=False, evidence=text)
+    call(tools, "record_finding", kind="defect", title="token shown", summary=text[:400],
+         evidence=text)  # fmt: skip
+    tools.regressions.append({"status": "passed"})  # as write_regression_script records it
+    call(tools, "write_test_report", verdict="failed", summary=text)
+    report = (tmp_path / "report" / "report.html").read_text("utf-8")
+    database = (tmp_path / "results.sqlite").read_bytes().decode("utf-8", errors="ignore")
+    rows = json.dumps(ResultStore(tmp_path / "results.sqlite").findings())
+    print(f"tester report: leaked {leaks(report)}; findings database: leaked {leaks(database)}")
+    assert leaks(report) == [] and leaks(database) == [] and leaks(rows) == []
