@@ -39,6 +39,7 @@ from pydantic import BaseModel, Field
 
 from loopkit.abstractions import FunctionTool, Tool, ToolError
 from loopkit.child_env import child_environment
+from loopkit.run_context import current_run
 from loopkit_ui.backends import TreeSnapshot
 from loopkit_ui.scripts.findings import Finding, crash_signs, first_stack_line, normalise_stack_line
 from loopkit_ui.scripts.loader import ScriptLoadError, load_script, validate_document
@@ -437,6 +438,17 @@ class TesterTools:
             self._store_run()
             write_report(self.result, report)
         failed = [s.label for s in self.result.steps if s.status == "failed"]
+        run = current_run()
+        if run is not None:
+            # A line of the run log: front-ends find the report without parsing the answer.
+            run.emit(
+                "test_report",
+                path=str(report.resolve()),
+                verdict=verdict,
+                steps=len(self.result.steps),
+                failed=len(failed),
+                findings=[f.fingerprint for f in self.result.unique_findings()],
+            )
         return (
             f"report written: {report.resolve()} ({len(self.result.steps)} steps, "
             f"{len(failed)} failed, {len(self.result.unique_findings())} finding(s), "

@@ -93,6 +93,11 @@ def test_develop_then_test_the_delete_card(
     events = tested.events()
     tools = [e["data"]["name"] for e in events if e["type"] == "tool"]
     assert tools.index("write_regression_script") < tools.index("write_test_report")
+    # The run log names the report (a line of its own, before the result line).
+    reports = [e["data"] for e in events if e["type"] == "test_report"]
+    assert reports == [
+        {"path": str(report), "verdict": "passed", "steps": 4, "failed": 0, "findings": []}
+    ]
     assert events[-1]["type"] == "result" and events[-1]["data"]["status"] == "done"
 
     # ... and it passes again here, in the script runner, on the tested app.
