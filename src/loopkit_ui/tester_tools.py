@@ -303,9 +303,10 @@ class TesterTools:
         self,
         name: Annotated[str, "file name without .json: lower case, digits, - and _"],
         script: Annotated[
-            dict[str, Any],
+            dict[str, Any] | str,
             "the script (the runner's JSON format: name, description, steps of type action, "
-            "assert, ...); the app section is added when it names none",
+            "assert, ...), as an object or its JSON text; the app section is added when it "
+            "names none",
         ],
     ) -> str:
         """Validate, write and run once a regression script; answers the runner's verdict."""
@@ -314,6 +315,15 @@ class TesterTools:
                 f"name {name!r}: expected 1 to 64 characters of a-z, 0-9, - and _ (no folder, "
                 "no .json)"
             )
+        if isinstance(script, str):
+            try:
+                script = json.loads(script)
+            except json.JSONDecodeError as e:
+                raise ToolError(
+                    f"script: not valid JSON at line {e.lineno}, column {e.colno}: {e.msg}"
+                ) from None
+            if not isinstance(script, dict):
+                raise ToolError("script: expected a JSON object with name and steps")
         document = dict(script)
         if "app" not in document and "imports" not in document and self.config.default_app:
             document["app"] = self.config.default_app

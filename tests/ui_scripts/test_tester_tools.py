@@ -130,6 +130,11 @@ def test_an_invalid_regression_script_names_each_problem_and_writes_nothing(
         call(tools, "write_regression_script", name="delete", script=bad)
     assert "steps[0]" in str(caught.value) and "klick" in str(caught.value)
     assert not (tmp_path / "ui_tests" / "delete.json").exists()
+    with pytest.raises(ToolError, match="not valid JSON at line 1, column 2"):
+        call(tools, "write_regression_script", name="delete", script="{steps: []}")
+    with pytest.raises(ToolError) as as_text:
+        call(tools, "write_regression_script", name="delete", script=json.dumps(bad))
+    assert str(as_text.value) == str(caught.value)
     with pytest.raises(ToolError, match=r"name '\.\./x'"):
         call(tools, "write_regression_script", name="../x", script=bad)
 
