@@ -281,6 +281,7 @@ def open_file_test() -> dict[str, Any]:
     not_an_invoice = "invoice_app/README.md"
     turns = _memory_first("open file error")
     turns += [
+        turn(call("build_app", ok("Build succeeded"))),
         turn(call("start_app", ok("The app is running"))),
         turn(call("ui_list_windows", ok("Invoice Editor", "InvoiceWindow"))),
         turn(
