@@ -48,6 +48,7 @@ def test_document_after_develop_finds_and_cites_the_note_and_the_rule(
     )
     assert document.returncode == 0, document.output
     assert "Role: document" in document.output
+    assert "it plays the bundled document transcript for" in document.output.splitlines()[0]
     assert "Added rule 1 [document]" in document.output
     assert Card.load(card).state is CardState.DONE
     [log] = [p for p in (tmp_path / "runs").glob("*-document/run.jsonl")]

@@ -363,11 +363,12 @@ async def _resume_one(runtime: DurableRuntime, record: CardRunRecord, console: C
     config = request.runner_config()
     card_path = Path(request.card)
     try:
-        check_model(config, card_path, find_role(config, request.role).name)  # a key, a role
+        role = find_role(config, request.role).name
+        check_model(config, card_path, role)  # a key this process lacks, a role it cannot find
     except (ConfigError, CardError, RoleError) as e:
         console.print(f"[red]error:[/red] run {record.run_id}: {escape(str(e))}")
         return EXIT_BAD_INPUT
-    console.print(first_line(config, card_path))
+    console.print(first_line(config, card_path, role))
     console.print(
         f"[bold]Resuming[/bold] run {record.run_id}: {escape(record.title or request.card)} "
         f"({record.rounds} model requests recorded; none of them is made again)"

@@ -107,14 +107,16 @@ def transcript_for(config: RunnerConfig, card_path: Path, role: str = DEFAULT_RO
     return found
 
 
-def first_line(config: RunnerConfig, card_path: Path) -> str:
+def first_line(config: RunnerConfig, card_path: Path, role: str = DEFAULT_ROLE) -> str:
     """The run's first line: which model answers, and for the scripted model which transcript
-    it plays (the bundled one, or the file given) and whether it checks every tool result."""
+    it plays (the bundled one of the role, or the file given) and whether it checks every tool
+    result."""
     if config.scripted:
+        of_role = "" if role == DEFAULT_ROLE else f"{escape(role)} "
         played = (
             f"the transcript {escape(str(config.transcript))}"
             if config.transcript is not None
-            else f"the bundled transcript for {escape(card_path.name)}"
+            else f"the bundled {of_role}transcript for {escape(card_path.name)}"
         )
         mode = "strict: every tool result checked" if config.strict else "lenient: unchecked"
         return (
@@ -473,7 +475,7 @@ async def run_demo(
 
     assert card.path is not None
     card_path = card.path
-    console.print(first_line(config, card_path))
+    console.print(first_line(config, card_path, role.name))
     console.print(role_line(role))
     if not config.scripted:
         from loopkit.providers.litellm import start_background_import
