@@ -149,7 +149,7 @@ def _number_cell(text: str) -> QTableWidgetItem:
 # -- turns -----------------------------------------------------------------------------------
 
 
-def call(name: str, expect: dict[str, Any] | None = None, **arguments: Any) -> dict[str, Any]:
+def call(name: str, expect: dict[str, Any] | None = None, /, **arguments: Any) -> dict[str, Any]:
     c: dict[str, Any] = {"name": name, "arguments": arguments}
     if expect:
         c["expect"] = expect
@@ -550,6 +550,10 @@ TRANSCRIPTS = {
     "validate-quantity-and-price": validation_card,
     "document/delete-asks-for-confirmation": delete_document,
 }
+# The test role's transcripts are built in their own module (it uses the helpers above).
+from tester_transcripts import TEST_TRANSCRIPTS  # noqa: E402
+
+TRANSCRIPTS.update({f"test/{name}": make for name, make in TEST_TRANSCRIPTS.items()})
 
 
 def render(name: str) -> str:

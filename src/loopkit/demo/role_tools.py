@@ -13,6 +13,8 @@ build_app  build_app, run_tests, start_app, stop_app
 git        git_commit (commits the writable folders, the notes among them)
 ui         every tool of the UI server (the server is not started without it)
 memory     the memory tools of the repository's ``notes/`` (loopkit_tools.memory)
+tester     record_step, record_finding, write_regression_script, write_test_report
+           (loopkit_ui.tester_tools, see :mod:`loopkit.demo.tester`)
 ========== ====================================================================
 
 ``read_reference`` is offered to every role. Every run reads the feedback rules of its role's

@@ -48,6 +48,7 @@ from loopkit.demo.role_tools import (
     take_message,
 )
 from loopkit.demo.role_tools import with_role_limits as with_role_limits  # where callers look
+from loopkit.demo.tester import tester_tools
 from loopkit.demo.workspace import (
     ScratchRepo,
     WorkspaceError,
@@ -397,13 +398,16 @@ def card_runner(
     role: Role | None = None,
     memory: RoleMemory | None = None,
     message: str | None = None,
+    tester: ToolSource | None = None,
     durable: bool = False,
 ) -> CardRunner:
     """The runner of one demo run in ``role`` (default: develop): the role's instructions with
     the feedback rules of its scope (from ``memory``), the tools of its groups only (local tools,
     the UI server, the memory; ``read_reference`` always), the limits, retries for a real model.
-    ``message`` comes with the card. ``durable``: inside a durable workflow (each model request
-    and tool call a checkpoint, retries inside the request's checkpoint)."""
+    ``message`` comes with the card; ``tester``: the tester's tools
+    (:func:`~loopkit.demo.tester.tester_tools`), offered to a role with the ``tester`` group.
+    ``durable``: inside a durable workflow (each model request and tool call a checkpoint,
+    retries inside the request's checkpoint)."""
     from loopkit.cards import CardRunner, MCPToolSource, RunLimits
     from loopkit.middleware.retry import RetryPolicy
 
@@ -413,6 +417,8 @@ def card_runner(
         sources.append(SelectedTools(tools, local_tool_filter(role)))
     if role.has("ui"):
         sources.append(MCPToolSource(ui_server_for(config, scratch.run_dir)))
+    if role.has("tester"):
+        sources.append(tester or tester_tools(config, scratch, tools, scratch.repo.name))
     sources.append(StaticTools([reference_shelf(config).tool()]))
     context = GroupContext(config, role, scratch.repo, scratch.run_dir, scratch.app_folder)
     sources += extra_group_sources(context)
@@ -498,6 +504,7 @@ async def run_demo(
         tools = local_tools(config, scratch, role)
         memory = role_memory(config, scratch)
         message = take_message(memory, role, message, console)
+        tester = tester_tools(config, scratch, tools, card.title) if role.has("tester") else None
     except (WorkspaceError, CardError, ConfigError, OSError) as e:
         console.print(f"[red]error:[/red] {escape(str(e))}")
         return 2
@@ -505,8 +512,9 @@ async def run_demo(
     base = scratch.head()
     with RunLog(log_path) as log:
         runner = card_runner(
-            config, model, tools, scratch, log, role=role, memory=memory, message=message
-        )
+            config, model, tools, scratch, log, role=role, memory=memory, message=message,
+            tester=tester,
+        )  # fmt: skip
         progress = LiveProgress(console, config.max_rounds)
         log.subscribe(progress.on_event)
         interrupted = False
@@ -546,6 +554,9 @@ async def run_demo(
             repo=str(scratch.repo),
         )
     )
+    report = getattr(tester, "report_path", None)
+    if report is not None:
+        console.print(f"[bold]Test report:[/bold] {escape(str(report))}")
     if interrupted:
         return 130
     return 0 if result.done else 1
