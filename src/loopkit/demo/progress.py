@@ -78,7 +78,7 @@ def summary_table(
     table = Table(show_header=False, box=None, pad_edge=False)
     table.add_column(style="bold", no_wrap=True)
     table.add_column(overflow="fold")
-    style = "green" if status == "done" else "red"
+    style = "red" if status == "failed" else "green"  # "done", or a role's word ("passed")
     table.add_row("result", Text(f"RESULT: {status}" + (f": {reason}" if reason else ""), style))
     table.add_row("card", Text(card_state))
     table.add_row("rounds", str(totals.get("rounds", 0)))

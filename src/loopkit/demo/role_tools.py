@@ -1,0 +1,190 @@
+"""A role in a demo run: where roles are found, the tools its groups give, its rules, messages.
+
+The bundled roles are ``loopkit/demo/roles/*.md`` and their reference files
+``loopkit/demo/roles/reference/*.md``; the config's ``roles_dir`` (a folder of the user's own role
+files, with an optional ``reference/`` folder) comes first, so a user role or reference overrides a
+bundled one of the same name.
+
+A role's tool groups decide which tools the model is offered, and only those:
+
+========== ====================================================================
+files      list_files, read_file, write_file (writes only in the role's ``writes``)
+build_app  build_app, run_tests, start_app, stop_app
+git        git_commit (commits the writable folders, the notes among them)
+ui         every tool of the UI server (the server is not started without it)
+memory     the memory tools of the repository's ``notes/`` (loopkit_tools.memory)
+========== ====================================================================
+
+``read_reference`` is offered to every role. Every run reads the feedback rules of its role's
+scope (and of ``all``) from ``notes/rules.md`` and puts them at the end of the instructions; a
+message that comes with a run and starts with "remember" adds a rule before the run starts.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from importlib import resources
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from loopkit.abstractions.tools import Tool
+from loopkit.cards.config import ConfigError, RunnerConfig
+from loopkit.cards.references import REFERENCE_FOLDER, ReferenceShelf
+from loopkit.cards.roles import Role, RoleCatalog
+from loopkit.cards.runner import ToolSource
+
+__all__ = [
+    "DEFAULT_ROLE",
+    "LOCAL_TOOL_GROUPS",
+    "NOTES_FOLDER",
+    "RoleMemory",
+    "SelectedTools",
+    "StaticTools",
+    "bundled_roles_folder",
+    "reference_shelf",
+    "role_catalog",
+    "role_instructions",
+]
+
+#: The role a run takes when none is named.
+DEFAULT_ROLE = "develop"
+#: Role names of earlier versions, still accepted (durable runs recorded with them).
+ROLE_ALIASES = {"developer": DEFAULT_ROLE}
+#: The memory's folder in the app's repository.
+NOTES_FOLDER = "notes"
+#: The group of each local tool; a local tool not named here is in ``files``.
+LOCAL_TOOL_GROUPS = {
+    "list_files": "files",
+    "read_file": "files",
+    "write_file": "files",
+    "build_app": "build_app",
+    "run_tests": "build_app",
+    "start_app": "build_app",
+    "stop_app": "build_app",
+    "git_commit": "git",
+}
+_LOCAL_GROUPS = ("files", "build_app", "git")
+_REMEMBER = re.compile(r"^\s*remember\b", re.IGNORECASE)
+
+
+def bundled_roles_folder() -> Path:
+    """The folder of the roles shipped with the demo."""
+    return Path(str(resources.files("loopkit.demo").joinpath("roles")))
+
+
+def _folders(config: RunnerConfig) -> list[Path]:
+    user = [config.roles_dir] if config.roles_dir is not None else []
+    return [*user, bundled_roles_folder()]
+
+
+def role_catalog(config: RunnerConfig) -> RoleCatalog:
+    """The roles a run can take: the user's ``roles_dir`` first, then the bundled ones."""
+    return RoleCatalog(_folders(config))
+
+
+def check_roles_dir(config: RunnerConfig) -> None:
+    """``roles_dir``, when set, is a folder."""
+    if config.roles_dir is not None and not config.roles_dir.is_dir():
+        raise ConfigError(f"roles_dir {config.roles_dir} is not a folder of role files")
+
+
+def find_role(config: RunnerConfig, name: str) -> Role:
+    """The role ``name`` (an old alias too), checked; a :class:`~loopkit.cards.roles.RoleError`
+    naming the available roles when there is none, or naming the file and field when its file
+    is not valid."""
+    check_roles_dir(config)
+    return role_catalog(config).get(ROLE_ALIASES.get(name, name))
+
+
+def reference_shelf(config: RunnerConfig) -> ReferenceShelf:
+    """The reference files: the user's ``roles_dir/reference`` first, then the bundled ones."""
+    return ReferenceShelf([folder / REFERENCE_FOLDER for folder in _folders(config)])
+
+
+class StaticTools:
+    """Tools that need no opening, as a :class:`~loopkit.cards.ToolSource`; ``close`` is called
+    when the run leaves it."""
+
+    def __init__(self, tools: Sequence[Tool], close: Callable[[], None] | None = None) -> None:
+        self.tools = list(tools)
+        self._close = close
+
+    async def __aenter__(self) -> StaticTools:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._close is not None:
+            self._close()
+
+
+class SelectedTools:
+    """The tools of ``source`` that ``keep`` accepts (by name), as a ToolSource."""
+
+    def __init__(self, source: ToolSource, keep: Callable[[str], bool]) -> None:
+        self.source = source
+        self.keep = keep
+        self.tools: list[Tool] = []
+
+    async def __aenter__(self) -> SelectedTools:
+        await self.source.__aenter__()
+        self.tools = [t for t in self.source.tools if self.keep(t.name)]
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.source.__aexit__(*exc)
+
+
+def local_tool_filter(role: Role) -> Callable[[str], bool]:
+    """Whether a local tool (by name) is in one of the role's groups."""
+    return lambda name: role.has(LOCAL_TOOL_GROUPS.get(name, "files"))
+
+
+def needs_local_tools(role: Role) -> bool:
+    return any(role.has(g) for g in _LOCAL_GROUPS)
+
+
+class RoleMemory:
+    """The memory of a run's repository (``notes/``), from the tools provider's ``MemoryTools``:
+    its tools for the ``memory`` group, the rules of the role's scope for every run."""
+
+    def __init__(self, module: ModuleType, repo: Path, index_dir: Path) -> None:
+        memory_tools = getattr(module, "MemoryTools", None)
+        if memory_tools is None:
+            raise ConfigError(
+                f"tools_provider {module.__name__!r} has no MemoryTools; the memory and the "
+                "feedback rules need it (default: loopkit_tools)"
+            )
+        self.tools: Any = memory_tools(repo, NOTES_FOLDER, cache_dir=index_dir)
+
+    def rules(self, scope: str) -> list[tuple[int, str]]:
+        """The rules of ``scope`` (and of ``all``): their numbers and lines."""
+        return [(r.number, r.render()) for r in self.tools.rules.in_scope(scope)]
+
+    def remember(self, message: str, scope: str) -> str | None:
+        """Add the rule a "remember ..." ``message`` asks for, in ``scope``; returns what the
+        memory answered, or None when the message asks nothing to be remembered."""
+        if not _REMEMBER.match(message):
+            return None
+        answer: str = self.tools.add_rule(message, scope)
+        return answer
+
+    def source(self, offered: bool) -> StaticTools:
+        """The memory's tools (none when the role is not ``offered`` them); closes the index."""
+        return StaticTools(self.tools.tools if offered else [], close=self.tools.close)
+
+
+def role_instructions(role: Role, rules: Sequence[tuple[int, str]]) -> str:
+    """The role's instructions with the feedback rules of its scope at the end."""
+    if not rules:
+        return role.instructions
+    lines = "\n".join(line for _, line in rules)
+    return (
+        f"{role.instructions.rstrip()}\n\n"
+        f"FEEDBACK RULES (scope {role.rules_scope!r} and 'all')\n"
+        "-------------------------------------------\n"
+        f"{lines}\n"
+        "Follow them. In your final message, cite the numbers of the rules you applied "
+        '("Applied rules: 1, 3").\n'
+    )
