@@ -594,7 +594,7 @@ def ids_card() -> dict[str, Any]:
         turn(
             call(
                 "write_note",
-                ok("Wrote accessibility/", "new topic 'accessibility'"),
+                ok("Wrote notes/accessibility/", "new topic 'accessibility'"),
                 kind="workflow",
                 topic="accessibility",
                 title="Give controls without an id their ids",

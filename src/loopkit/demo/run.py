@@ -32,6 +32,8 @@ from loopkit.cards import (
     read_card_text,
 )
 from loopkit.cards.roles import Role
+from loopkit.demo.id_fixer import GROUP as ID_FIXER_GROUP
+from loopkit.demo.id_fixer import id_fixer_source
 from loopkit.demo.progress import LiveProgress, summary_table
 from loopkit.demo.role_tools import (
     DEFAULT_ROLE,
@@ -400,6 +402,7 @@ def card_runner(
     memory: RoleMemory | None = None,
     message: str | None = None,
     durable: bool = False,
+    transcript: Path | None = None,
 ) -> CardRunner:
     """The runner of one demo run in ``role`` (default: develop): the role's instructions with
     the feedback rules of its scope (from ``memory``), the tools of its groups only (local tools,
@@ -419,6 +422,14 @@ def card_runner(
     rules = memory.rules(role.rules_scope) if memory is not None else []
     if memory is not None:
         sources.append(memory.source(offered=role.has("memory")))
+    if role.has(ID_FIXER_GROUP):
+        # The subagent's file tools get the run's own tools settings (the same workspace guard);
+        # ``transcript``: the scripted main transcript, beside which the subagent's own one lies.
+        _, fixer_tools = tools_config(
+            config, root=scratch.repo, app_folder=scratch.app_folder, run_dir=scratch.run_dir,
+            role=role,
+        )  # fmt: skip
+        sources.append(id_fixer_source(config, fixer_tools, log, parent_transcript=transcript))
     retry = None if config.scripted else RetryPolicy(max_attempts=config.retries)
     settings: dict[str, Any] = {
         "instructions": role_instructions(role, rules),
@@ -505,8 +516,9 @@ async def run_demo(
     base = scratch.head()
     with RunLog(log_path) as log:
         runner = card_runner(
-            config, model, tools, scratch, log, role=role, memory=memory, message=message
-        )
+            config, model, tools, scratch, log, role=role, memory=memory, message=message,
+            transcript=transcript_for(config, card_path, role.name) if config.scripted else None,
+        )  # fmt: skip
         progress = LiveProgress(console, config.max_rounds)
         log.subscribe(progress.on_event)
         interrupted = False
