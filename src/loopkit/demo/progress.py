@@ -36,7 +36,12 @@ class LiveProgress:
     def on_event(self, event: dict[str, Any]) -> None:
         data = event["data"]
         kind = event["type"]
-        if kind == "round":
+        if event.get("parent_run_id") and kind in ("round", "tool"):
+            # A subagent's child run (an agent used as a tool): its rounds and tokens are its
+            # own, not the main run's; the line says what it is doing.
+            what = ", ".join(data["calls"]) or "answered" if kind == "round" else data["name"]
+            self.tool = f"subagent: {what}"
+        elif kind == "round":
             self.round = data["round"]
             self.tokens += data["input_tokens"] + data["output_tokens"]
             calls = data["calls"]
