@@ -244,5 +244,6 @@ def add_missing_id_tools(server: MCPServer, service: UIService) -> None:
         "with one, position among the parent's children, path; with a ready task text for the "
         "id fixer (a subagent with file tools), which adds the ids in the source. Table cells, "
         "list items and the inner parts of a control are not listed (they are reached through "
-        "their control). Typical time: about 10 ms.",
+        "their control). Typical time: about 5 ms (the first call of a session reads the whole "
+        "tree: about 130 ms on the invoice app).",
     )
