@@ -25,8 +25,6 @@ from loopkit_ui.missing_ids import MissingId, id_task
 ROOT = Path(__file__).resolve().parents[1]
 APP = ROOT / "examples" / "invoice_app"
 OUT = ROOT / "src" / "loopkit" / "demo" / "transcripts"
-#: Where a subagent's transcripts go, by tool group: ``<group>/<card>.json`` beside the main one.
-SUBAGENT_FOLDERS = {"id_fixer": OUT / "id_fixer"}
 
 
 def patch(text: str, old: str, new: str) -> str:
@@ -301,19 +299,50 @@ def build_and_restart() -> list[dict[str, Any]]:
     ]
 
 
-def finish(title: str, body: str, file: str, summary: str) -> list[dict[str, Any]]:
+def finish(
+    title: str, body: str, file: str, summary: str, note: dict[str, Any] | None = None
+) -> list[dict[str, Any]]:
+    """Screenshot, stop, (a note,) commit, the RESULT. With a note the commit takes the note,
+    its topic file and the router along."""
+    committed = ok("1 file(s)", f"invoice_app/{file}")
+    noting = []
+    if note is not None:
+        noting = [turn(note, text="Keeping what I checked for the next run.")]
+        topic = note["arguments"]["topic"]
+        committed = ok("4 file(s)", f"invoice_app/{file}", "notes/README.md", f"notes/{topic}.md")
     return [
         turn(call("ui_screenshot", ok(".png"))),
         turn(call("stop_app", ok("no process of it is left"))),
-        turn(
-            call(
-                "git_commit",
-                ok("1 file(s)", f"invoice_app/{file}"),
-                message=f"card: {title}\n\n{body}",
-            ),
-        ),
+        *noting,
+        turn(call("git_commit", committed, message=f"card: {title}\n\n{body}")),
         {"text": f"{summary}\n\nRESULT: done"},
     ]
+
+
+# The note the delete card's develop run writes, and the document run finds by searching.
+DELETE_NOTE_TOPIC = "deleting-items"
+DELETE_NOTE_TITLE = "Delete an item with confirmation"
+DELETE_NOTE_PATH = "notes/deleting-items/delete-an-item-with-confirmation.md"
+DELETE_NOTE_STEPS = [
+    "Select the item's row in ItemsTable",
+    "Click Delete selected (DeleteSelectedButton): the dialog 'Delete item' "
+    "(ConfirmDeleteDialog) asks 'Delete the item \"<description>\"?'",
+    "No (ConfirmDeleteNoButton) keeps the row and the totals",
+    "Yes (ConfirmDeleteYesButton) removes the row and updates the totals",
+    "Without a selected row Delete selected does nothing",
+]
+
+
+def delete_note() -> dict[str, Any]:
+    return call(
+        "write_note",
+        ok(f"Wrote {DELETE_NOTE_PATH}", f"new topic {DELETE_NOTE_TOPIC!r}"),
+        kind="workflow",
+        topic=DELETE_NOTE_TOPIC,
+        title=DELETE_NOTE_TITLE,
+        steps=DELETE_NOTE_STEPS,
+        topic_description="deleting items of an invoice",
+    )
 
 
 def discount_card() -> dict[str, Any]:
@@ -428,7 +457,8 @@ def delete_card() -> dict[str, Any]:
             "main_window.py",
             "Delete selected now asks first in a dialog naming the item. Checked live: without a "
             "selection nothing happens, No keeps everything, Yes removes the row and updates the "
-            "totals.",
+            f"totals. The checked steps are in the note {DELETE_NOTE_PATH}.",
+            note=delete_note(),
         ),
     ]
     return {"description": f"Scripted run of the card '{title}'.", "turns": turns}
@@ -627,26 +657,102 @@ def ids_card() -> dict[str, Any]:
     return {"description": f"Scripted run of the card '{title}'.", "turns": turns}
 
 
+# -- other roles -----------------------------------------------------------------------------
+
+DELETE_DOC = """# Deleting items
+
+Delete selected removes items from the invoice, after asking you first.
+
+1. Click the row of the item in the items table.
+2. Click **Delete selected**. A dialog titled **Delete item** asks:
+   *Delete the item "Consulting"?* (with the description of your item).
+3. Click **No** to keep the item: the table and the totals stay as they were.
+   Click **Yes** to delete it: the row goes and the subtotal and total are updated.
+
+Without a selected row, Delete selected does nothing.
+"""
+
+
+def delete_document() -> dict[str, Any]:
+    """The document role on the delete card, in the repository of its develop run: memory
+    first (the router, a search that must rank the develop run's note first), the feature
+    checked live, the page written and committed, the note and the rule cited."""
+    title = "Deleting an item should ask first"
+    dialog = "ConfirmDeleteDialog"
+    turns = [
+        turn(call("read_router", ok(DELETE_NOTE_TOPIC)), text="Memory first: the notes' router."),
+        turn(
+            call(
+                "search_notes",
+                ok(f"1. {DELETE_NOTE_PATH} [workflow, {DELETE_NOTE_TOPIC}]"),
+                symptom="delete an item with confirmation",
+            )
+        ),
+        turn(call("read_note", ok("ConfirmDeleteDialog", "## Steps"), path=DELETE_NOTE_PATH)),
+        turn(
+            call("list_files", ok("docs/CODING.md"), folder="docs"),
+            text="No user page about deleting yet.",
+        ),
+        turn(call("start_app", ok("The app is running")), text="Checking the steps live."),
+        turn(call("ui_click", acted(), target="ItemsTable", row=0, column=0)),
+        turn(
+            call(
+                "ui_click",
+                acted(active_dialog=f"Delete item #{dialog}"),
+                target="DeleteSelectedButton",
+                expect_appear=[dialog],
+            )
+        ),
+        turn(
+            text_of("ConfirmDeleteText", 'Delete the item "Consulting"?'),
+            text_of("ConfirmDeleteYesButton", "Yes"),
+            text_of("ConfirmDeleteNoButton", "No"),
+        ),
+        turn(call("ui_click", acted(), target="ConfirmDeleteNoButton", expect_disappear=[dialog])),
+        turn(call("ui_get_cell", ok("Consulting"), table="ItemsTable", row=0, column=0)),
+        turn(call("stop_app", ok("no process of it is left"))),
+        turn(
+            call(
+                "write_file",
+                ok("Wrote docs/deleting-items.md"),
+                path="docs/deleting-items.md",
+                content=DELETE_DOC,
+            ),
+            text="Writing the page in the words the app shows.",
+        ),
+        turn(
+            call(
+                "git_commit",
+                ok("docs/deleting-items.md"),
+                message=f"card: {title} (documentation)\n\nA user page for deleting items, "
+                "checked in the running app.",
+            )
+        ),
+        {
+            "text": "Wrote docs/deleting-items.md: how to delete an item and what the "
+            "confirmation dialog asks, checked in the running app (No keeps the row). The steps "
+            f"came from the note {DELETE_NOTE_PATH}, found by search_notes. Applied rules: 1."
+            "\n\nRESULT: done"
+        },
+    ]
+    return {"description": f"Scripted document run of the card '{title}'.", "turns": turns}
+
+
+#: Transcript files under src/loopkit/demo/transcripts/: ``<card>`` for the develop role,
+#: ``<role>/<card>`` for the others.
 TRANSCRIPTS = {
     "total-ignores-the-discount": discount_card,
     "delete-asks-for-confirmation": delete_card,
     "validate-quantity-and-price": validation_card,
+    "document/delete-asks-for-confirmation": delete_document,
     "every-control-has-an-accessible-id": ids_card,
+    # A subagent's transcript lies in a folder named after its tool group, beside the main one.
+    "id_fixer/every-control-has-an-accessible-id": id_fixer_child,
 }
-#: The subagents' transcripts: (tool group, card) -> its turns.
-SUBAGENT_TRANSCRIPTS = {("id_fixer", "every-control-has-an-accessible-id"): id_fixer_child}
 
 
 def render(name: str) -> str:
     return json.dumps(TRANSCRIPTS[name](), indent=1, ensure_ascii=False) + "\n"
-
-
-def outputs() -> dict[Path, Any]:
-    """Every file this script writes, and the function of its turns."""
-    files: dict[Path, Any] = {OUT / f"{name}.json": make for name, make in TRANSCRIPTS.items()}
-    for (group, name), make in SUBAGENT_TRANSCRIPTS.items():
-        files[SUBAGENT_FOLDERS[group] / f"{name}.json"] = make
-    return files
 
 
 def main() -> int:
@@ -654,13 +760,14 @@ def main() -> int:
     parser.add_argument("--check", action="store_true", help="only check the bundled files")
     args = parser.parse_args()
     stale = []
-    for target, make in outputs().items():
-        text = json.dumps(make(), indent=1, ensure_ascii=False) + "\n"
+    for name in TRANSCRIPTS:
+        target = OUT / f"{name}.json"
+        text = render(name)
         if args.check:
             if not target.exists() or target.read_text(encoding="utf-8") != text:
                 stale.append(target)
         else:
-            target.parent.mkdir(exist_ok=True)
+            target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(text, encoding="utf-8")
             print(f"wrote {target.relative_to(ROOT)}")
     for target in stale:

@@ -87,7 +87,10 @@ def test_a_card_enqueued_twice_while_queued_is_one_run_and_cancel_frees_it(tmp_p
     ("args", "message"),
     [
         (["enqueue", "missing.md"], "error: card file not found: "),
-        (["enqueue", "card.md", "--role", "tester"], "error: --role 'tester': the roles are"),
+        (
+            ["enqueue", "card.md", "--role", "tester"],
+            "error: unknown role 'tester'; the roles are: develop",
+        ),
         (["show", "0123"], "error: there is no card run '0123'"),
         (["cancel", "0123"], "error: there is no card run '0123'"),
         (["list", "--limit", "0"], "python -m loopkit.runs list: error: argument --limit: '0'"),

@@ -72,7 +72,7 @@ def parse_result(text: str, success: str = "done") -> RunResult:
     return RunResult(status="failed", reason=reason or "the model gave no reason", **word)
 
 
-_CITED = re.compile(r"\brules?\s+((?:\d+)(?:\s*(?:,|and|&)\s*\d+)*)", re.IGNORECASE)
+_CITED = re.compile(r"\brules?\s*:?\s*((?:\d+)(?:\s*(?:,|and|&)\s*\d+)*)", re.IGNORECASE)
 
 
 def cited_rules(text: str) -> list[int]:

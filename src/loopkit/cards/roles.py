@@ -206,10 +206,9 @@ def parse_role(text: str, where: str = "role") -> Role:
     try:
         front = RoleFrontMatter.model_validate(data)
     except ValidationError as e:
-        raise RoleError(
-            f"role file {where}: {describe_validation_error(e)} (tool groups are: "
-            f"{', '.join(TOOL_GROUPS)})"
-        ) from None
+        groups = any(err["loc"][:1] == ("tools",) for err in e.errors())
+        known = f" (tool groups are: {', '.join(TOOL_GROUPS)})" if groups else ""
+        raise RoleError(f"role file {where}: {describe_validation_error(e)}{known}") from None
     body = text[m.end() :].strip()
     if not body:
         raise RoleError(

@@ -15,14 +15,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from loopkit.abstractions.chat import ChatClient
-from loopkit.builder import ChatClientBuilder
-
 if TYPE_CHECKING:
+    from loopkit.abstractions.chat import ChatClient
+    from loopkit.builder import ChatClientBuilder
     from loopkit.cards import RunnerConfig, ToolSource
+    from loopkit.demo.role_tools import GroupContext
     from loopkit.middleware.run_log import RunLog
 
-__all__ = ["GROUP", "child_transcript", "id_fixer_model", "id_fixer_source"]
+__all__ = ["GROUP", "child_transcript", "id_fixer_group", "id_fixer_model", "id_fixer_source"]
 
 #: The tool group's name in a role's front matter.
 GROUP = "id_fixer"
@@ -50,6 +50,7 @@ def id_fixer_model(
                 f"(it is {GROUP}/{parent_transcript.name} beside the main transcript)"
             )
         return ScriptedChatClient(path, strict=config.strict)
+    from loopkit.builder import ChatClientBuilder
     from loopkit.middleware.retry import RetryPolicy
     from loopkit.providers.litellm import LiteLLMChatClient
 
@@ -62,7 +63,7 @@ def id_fixer_model(
 def id_fixer_source(
     config: RunnerConfig,
     tools_settings: Any,
-    log: RunLog,
+    log: RunLog | None,
     *,
     parent_transcript: Path | None,
 ) -> ToolSource:
@@ -76,4 +77,21 @@ def id_fixer_source(
         tools_settings,
         log=log,
         model_id=config.model,
+    )
+
+
+def id_fixer_group(context: GroupContext) -> ToolSource:
+    """The ``id_fixer`` group of a run (``loopkit.demo.role_tools.GROUP_SOURCES``): the id
+    fixer over the run's own tools settings (its workspace guard, the role's folders)."""
+    from loopkit.demo.run import tools_config
+
+    _, settings = tools_config(
+        context.config,
+        root=context.repo,
+        app_folder=context.app_folder,
+        run_dir=context.run_dir,
+        role=context.role,
+    )
+    return id_fixer_source(
+        context.config, settings, context.log, parent_transcript=context.transcript
     )

@@ -24,21 +24,29 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from loopkit.abstractions.tools import Tool
 from loopkit.cards.config import ConfigError, RunnerConfig
 from loopkit.cards.references import REFERENCE_FOLDER, ReferenceShelf
 from loopkit.cards.roles import Role, RoleCatalog
 from loopkit.cards.runner import ToolSource
+from loopkit.demo.id_fixer import GROUP as ID_FIXER_GROUP
+from loopkit.demo.id_fixer import id_fixer_group
+
+if TYPE_CHECKING:
+    from loopkit.middleware.run_log import RunLog
 
 __all__ = [
     "DEFAULT_ROLE",
+    "GROUP_SOURCES",
     "LOCAL_TOOL_GROUPS",
     "NOTES_FOLDER",
+    "GroupContext",
     "RoleMemory",
     "SelectedTools",
     "StaticTools",
@@ -173,6 +181,33 @@ class RoleMemory:
     def source(self, offered: bool) -> StaticTools:
         """The memory's tools (none when the role is not ``offered`` them); closes the index."""
         return StaticTools(self.tools.tools if offered else [], close=self.tools.close)
+
+
+@dataclass(frozen=True, slots=True)
+class GroupContext:
+    """What a tool group's source is built from in a run."""
+
+    config: RunnerConfig
+    role: Role
+    #: The run's repository and its run folder (logs, reports, the memory's index).
+    repo: Path
+    run_dir: Path
+    app_folder: str
+    #: The run log (a subagent's child run writes its lines there too) and the transcript the
+    #: scripted model plays (None for a real model; a subagent's own lies beside it).
+    log: RunLog | None = None
+    transcript: Path | None = None
+
+
+#: Builders of the tool sources of further groups (beyond files, build_app, git, ui, memory),
+#: by group name: a new group is a name in ``loopkit.cards.roles.TOOL_GROUPS`` and an entry
+#: here; :func:`loopkit.demo.run.card_runner` adds the source of every such group the role has.
+GROUP_SOURCES: dict[str, Callable[[GroupContext], ToolSource]] = {ID_FIXER_GROUP: id_fixer_group}
+
+
+def extra_group_sources(context: GroupContext) -> list[ToolSource]:
+    """The sources of the role's groups that :data:`GROUP_SOURCES` builds."""
+    return [build(context) for group, build in GROUP_SOURCES.items() if context.role.has(group)]
 
 
 def role_instructions(role: Role, rules: Sequence[tuple[int, str]]) -> str:

@@ -32,15 +32,15 @@ from loopkit.cards import (
     read_card_text,
 )
 from loopkit.cards.roles import Role
-from loopkit.demo.id_fixer import GROUP as ID_FIXER_GROUP
-from loopkit.demo.id_fixer import id_fixer_source
 from loopkit.demo.progress import LiveProgress, summary_table
 from loopkit.demo.role_tools import (
     DEFAULT_ROLE,
     NOTES_FOLDER,
+    GroupContext,
     RoleMemory,
     SelectedTools,
     StaticTools,
+    extra_group_sources,
     find_role,
     local_tool_filter,
     needs_local_tools,
@@ -408,7 +408,8 @@ def card_runner(
     the feedback rules of its scope (from ``memory``), the tools of its groups only (local tools,
     the UI server, the memory; ``read_reference`` always), the limits, retries for a real model.
     ``message`` comes with the card. ``durable``: inside a durable workflow (each model request
-    and tool call a checkpoint, retries inside the request's checkpoint)."""
+    and tool call a checkpoint, retries inside the request's checkpoint). ``transcript``: the one
+    the scripted model plays (a subagent's own transcript lies beside it)."""
     from loopkit.cards import CardRunner, MCPToolSource, RunLimits
     from loopkit.middleware.retry import RetryPolicy
 
@@ -419,17 +420,13 @@ def card_runner(
     if role.has("ui"):
         sources.append(MCPToolSource(ui_server_for(config, scratch.run_dir)))
     sources.append(StaticTools([reference_shelf(config).tool()]))
+    context = GroupContext(
+        config, role, scratch.repo, scratch.run_dir, scratch.app_folder, log, transcript
+    )
+    sources += extra_group_sources(context)
     rules = memory.rules(role.rules_scope) if memory is not None else []
     if memory is not None:
         sources.append(memory.source(offered=role.has("memory")))
-    if role.has(ID_FIXER_GROUP):
-        # The subagent's file tools get the run's own tools settings (the same workspace guard);
-        # ``transcript``: the scripted main transcript, beside which the subagent's own one lies.
-        _, fixer_tools = tools_config(
-            config, root=scratch.repo, app_folder=scratch.app_folder, run_dir=scratch.run_dir,
-            role=role,
-        )  # fmt: skip
-        sources.append(id_fixer_source(config, fixer_tools, log, parent_transcript=transcript))
     retry = None if config.scripted else RetryPolicy(max_attempts=config.retries)
     settings: dict[str, Any] = {
         "instructions": role_instructions(role, rules),
