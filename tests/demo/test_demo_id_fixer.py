@@ -84,6 +84,13 @@ def test_id_fixing_run_adds_the_ids_and_touches_no_other_line(
         e["data"]["name"] for e in events if e["type"] == "tool" and e["run_id"] == main_id
     ]
     assert ID_FIXER_TOOL in main_calls and "write_file" not in main_calls  # it wrote nothing
+    # ...and the summary shows it, with its own figures.
+    child_end = child[-1]["data"]["totals"]
+    assert (
+        f"subagent    id_fixer (fix_missing_ids): {child_end['rounds']} rounds, "
+        f"{child_end['tool_calls']} tool calls" in run.output
+    ), run.output
+    assert child_run["data"]["child_run_id"] in run.output
 
     # One commit: the app file and the note; the app's diff is only added id lines.
     assert run.git("rev-list", "--count", "HEAD").strip() == "2"
@@ -129,3 +136,10 @@ def test_a_subagents_rounds_are_not_the_main_runs(tmp_path: Path) -> None:
         progress.on_event({"type": "tool", "parent_run_id": "main",
                            "data": {"name": "write_file", "error": False, "ms": 1.0}})  # fmt: skip
         assert progress.tool == "subagent: write_file"
+        progress.on_event({"type": "child_run", "run_id": "main",
+                           "data": {"child_run_id": "c1", "name": "id_fixer", "tool": "fix"}})  # fmt: skip
+        progress.on_event({"type": "run_end", "run_id": "c1", "parent_run_id": "main",
+                           "data": {"status": "ok", "totals": {"rounds": 2, "tool_calls": 1,
+                                    "input_tokens": 1000, "output_tokens": 20}}})  # fmt: skip
+        progress.on_event({"type": "run_end", "run_id": "main", "data": {"status": "ok"}})
+    assert progress.subagents == ["id_fixer (fix): 2 rounds, 1 tool calls, 1,020 tokens; run c1"]

@@ -553,6 +553,7 @@ async def run_demo(
             commit=commit,
             log_path=str(log_path),
             repo=str(scratch.repo),
+            subagents=progress.subagents,
         )
     )
     if interrupted:
