@@ -17,6 +17,7 @@ Usage::
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeAlias
 
@@ -88,6 +89,7 @@ class IdFixer:
         name: the tool's name.
         max_rounds, max_tokens: the limits of one child run.
         max_child_runs: how many times one run of the main agent may call the subagent.
+        max_output_tokens: per request (the subagent writes whole files).
         model_id: the model id to ask for (``ChatOptions.model_id``), when the client needs one.
     """
 
@@ -101,6 +103,7 @@ class IdFixer:
         max_rounds: int = 30,
         max_tokens: int = 200_000,
         max_child_runs: int = 3,
+        max_output_tokens: int | None = None,
         model_id: str | None = None,
     ) -> None:
         self._model = model
@@ -109,6 +112,7 @@ class IdFixer:
         self._settings: dict[str, Any] = {
             "max_rounds": max_rounds,
             "max_tokens": max_tokens,
+            "max_output_tokens": max_output_tokens,
             "model_id": model_id,
         }
         self._max_child_runs = max_child_runs
@@ -137,6 +141,7 @@ class IdFixer:
             name="id_fixer",
             max_rounds=self._settings["max_rounds"],
             max_tokens=self._settings["max_tokens"],
+            max_output_tokens=self._settings["max_output_tokens"],
             include_detailed_errors=True,
             options=ChatOptions(model_id=model_id) if model_id else None,
         )
@@ -168,6 +173,10 @@ _DESCRIPTION = (
 )
 
 
+# A numbered control of the task ("12. push button 'Save': ..."), as ui_missing_ids lists them.
+_LISTED = re.compile(r"^\s*\d+\. ", re.MULTILINE)
+
+
 class _LazyAgentTool:
     """``fix_missing_ids`` before its agent exists: the agent (and its model) is made on the
     first call, so a run that never calls it never needs the subagent's model."""
@@ -190,6 +199,14 @@ class _LazyAgentTool:
         }
 
     async def invoke(self, arguments: dict[str, Any]) -> Any:
+        task = arguments.get("task")
+        listed = len(_LISTED.findall(task)) if isinstance(task, str) else 0
+        if listed > MAX_IDS_A_RUN:
+            raise ToolError(
+                f"{self.name}: the task lists {listed} controls; the id fixer takes at most "
+                f"{MAX_IDS_A_RUN} a run. Call ui_missing_ids (limit {MAX_IDS_A_RUN} at most) and "
+                "hand over its task; the rest waits for the next run."
+            )
         try:
             tool = self._fixer.tool()
         except (ValueError, OSError) as e:

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from loopkit import Agent, ChatClientBuilder, RunLog, ScriptedChatClient
+from loopkit.abstractions import ToolError
 from loopkit_tools import ToolsConfig
 from loopkit_tools.id_fixer import FILE_TOOLS, ID_FIXER_TOOL, IdFixer
 
@@ -120,3 +121,15 @@ async def test_a_missing_model_is_the_calls_error_not_the_runs(repo: Path) -> No
         result = await parent(fixer.tools, RunLog(io.StringIO()), expect).run("Fix the ids.")
     assert result.output == "The id fixer gave the button its id."
     assert git(repo, "status", "--porcelain") == ""
+
+
+async def test_a_task_of_more_than_fifty_controls_is_refused(repo: Path) -> None:
+    child = ScriptedChatClient([{"text": "never asked"}])
+    config = ToolsConfig(root=repo, read_folders=["app"], write_folders=["app"], app_ready=None)
+    listed = "\n".join(f"{i}. push button 'B{i}': child {i} of frame 'Main'" for i in range(1, 52))
+    async with IdFixer(child, config) as fixer:
+        with pytest.raises(ToolError, match="lists 51 controls; the id fixer takes at most 50"):
+            await fixer.tools[0].invoke({"task": f"Add ids.\n\n{listed}"})
+        assert child.requests == []  # no child run was started
+        fifty = "\n".join(listed.splitlines()[:50])
+        assert await fixer.tools[0].invoke({"task": fifty}) == "never asked"

@@ -76,6 +76,7 @@ def id_fixer_source(
         lambda: id_fixer_model(config, parent_transcript),
         tools_settings,
         log=log,
+        max_output_tokens=config.max_output_tokens,
         model_id=config.model,
     )
 
