@@ -117,8 +117,13 @@ class IdFixer:
         }
         self._max_child_runs = max_child_runs
         self.name = name
-        self.file_tools: list[Tool] = [t for t in self._files.tools if t.name in FILE_TOOLS]
-        """The subagent's tools: the file tools, nothing else."""
+        self.file_tools: list[Tool] = [
+            _AddOnlyWrite(t, self._files) if t.name == "write_file" else t
+            for t in self._files.tools
+            if t.name in FILE_TOOLS
+        ]
+        """The subagent's tools: the file tools, nothing else; its ``write_file`` only adds
+        lines to a file that exists (every line there stays, in its place)."""
         self._tool: Tool | None = None
         self.tools: list[Tool] = [_LazyAgentTool(self)]
         """The one tool for the main agent."""
@@ -171,6 +176,46 @@ _DESCRIPTION = (
     "id it gave each control, in which file. Then build, check the ids in the live tree and "
     "commit: the subagent cannot."
 )
+
+
+class _AddOnlyWrite:
+    """``write_file`` for the id fixer: the new content keeps every line of the existing file,
+    in order, and only adds lines; anything else is refused before the file is touched. "Change
+    nothing else" is then the tool's guarantee, not only the instructions' request."""
+
+    def __init__(self, inner: Tool, files: LocalTools) -> None:
+        self._inner = inner
+        self._files = files
+        self.name = inner.name
+        self.description = (
+            f"{inner.description} The id fixer may only add lines to a file that exists: every "
+            "line there must stay as it is, in its place."
+        )
+        self.parameters = inner.parameters
+
+    async def invoke(self, arguments: dict[str, Any]) -> Any:
+        path, content = arguments.get("path"), arguments.get("content")
+        if isinstance(path, str) and isinstance(content, str):
+            old = self._files.guard.read_text(path)  # refused (a ToolError) when it is missing
+            lost = _first_lost_line(old.splitlines(), content.splitlines())
+            if lost is not None:
+                raise ToolError(
+                    f"write_file refused: {path} line {lost + 1} "
+                    f"({old.splitlines()[lost].strip()!r}) is changed, moved or missing in the "
+                    "new content. Only add the lines that set ids; keep every other line exactly "
+                    "as it is. Read the file again and write it whole."
+                )
+        return await self._inner.invoke(arguments)
+
+
+def _first_lost_line(old: list[str], new: list[str]) -> int | None:
+    """The index of the first line of ``old`` that ``new`` does not keep in order (``old`` is
+    not a subsequence of ``new``), or None when ``new`` only adds lines."""
+    kept = 0
+    for line in new:
+        if kept < len(old) and line == old[kept]:
+            kept += 1
+    return None if kept == len(old) else kept
 
 
 # A numbered control of the task ("12. push button 'Save': ..."), as ui_missing_ids lists them.

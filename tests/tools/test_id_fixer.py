@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -133,3 +134,28 @@ async def test_a_task_of_more_than_fifty_controls_is_refused(repo: Path) -> None
         assert child.requests == []  # no child run was started
         fifty = "\n".join(listed.splitlines()[:50])
         assert await fixer.tools[0].invoke({"task": fifty}) == "never asked"
+
+
+async def test_the_subagents_write_file_only_adds_lines(repo: Path) -> None:
+    config = ToolsConfig(root=repo, read_folders=["app"], write_folders=["app"], app_ready=None)
+    async with IdFixer(ScriptedChatClient([]), config) as fixer:
+        write = next(t for t in fixer.file_tools if t.name == "write_file")
+        renamed = fixed_panel().replace(
+            "clicked.connect(self.clear)", "clicked.connect(self.reset)"
+        )
+        for content, line in (
+            (renamed, 5),  # a changed line, beside the added ones
+            (PANEL.replace("    def __init__", "    def  __init__"), 2),  # reformatted
+            ("\n".join(reversed(PANEL.splitlines())), 2),  # moved
+            (PANEL.splitlines(keepends=True)[0], 2),  # removed
+        ):
+            refused = re.escape(f"write_file refused: app/panel.py line {line} (")
+            with pytest.raises(ToolError, match=refused):
+                await write.invoke({"path": "app/panel.py", "content": content})
+            assert (repo / "app" / "panel.py").read_text() == PANEL, line
+        with pytest.raises(ToolError, match="does not exist"):
+            await write.invoke({"path": "app/new.py", "content": "X = 1\n"})
+        assert "Wrote app/panel.py" in await write.invoke(
+            {"path": "app/panel.py", "content": fixed_panel()}
+        )
+    assert (repo / "app" / "panel.py").read_text() == fixed_panel()
