@@ -187,8 +187,7 @@ def main(argv: list[str] | None = None) -> int:
         check_durable(config)
         if args.command == "enqueue":
             from loopkit.cards.card import Card
-            from loopkit.demo.role_tools import find_role
-            from loopkit.demo.run import with_role_limits
+            from loopkit.demo.role_tools import find_role, with_role_limits
             from loopkit.demo.workspace import check_earlier_repo
 
             role = find_role(config, args.role)  # unknown: one line naming the roles

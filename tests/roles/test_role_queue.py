@@ -74,3 +74,15 @@ def test_an_unknown_role_is_refused_before_anything_is_queued(tmp_path: Path) ->
     assert refused.returncode == 2
     assert refused.stderr == "error: unknown role 'nope'; the roles are: develop, document, test\n"
     assert not (tmp_path / "runs").exists()
+
+
+def test_one_queued_run_per_card_and_role(tmp_path: Path) -> None:
+    card = tmp_path / CARD.name
+    shutil.copy(CARD, card)
+    develop = runs(tmp_path, "enqueue", str(card)).stdout.strip()
+    document = runs(tmp_path, "enqueue", str(card), "--role", "document")
+    assert document.returncode == 0, document.stderr
+    assert document.stdout.strip() != develop  # another role: another run
+    again = runs(tmp_path, "enqueue", str(card), "--role", "document")
+    assert again.stdout.strip() == document.stdout.strip()
+    assert "already has a queued or running run" in again.stderr

@@ -48,6 +48,7 @@ def test_document_after_develop_finds_and_cites_the_note_and_the_rule(
     )
     assert document.returncode == 0, document.output
     assert "Role: document" in document.output
+    assert "it plays the bundled document transcript for" in document.output.splitlines()[0]
     assert "Added rule 1 [document]" in document.output
     assert Card.load(card).state is CardState.DONE
     [log] = [p for p in (tmp_path / "runs").glob("*-document/run.jsonl")]
@@ -190,3 +191,38 @@ def test_a_repo_that_is_not_an_earlier_runs_repository_is_refused(tmp_path: Path
     assert done.returncode == 2
     assert "not the top folder of a git repository" in done.stderr
     assert not (tmp_path / "runs").exists()
+
+
+def test_a_durable_run_takes_its_role_through_the_workflow(tmp_path: Path) -> None:
+    pytest.importorskip("dbos")
+    roles = tmp_path / "my-roles"
+    write_role(roles, READER)
+    card = copy_card(tmp_path, "total-ignores-the-discount")
+    env = {"LOOPKIT_ROLES_DIR": str(roles), "LOOPKIT_HEADLESS": "never"}
+    played = transcript(tmp_path / "reader.json", "Applied rules: 1.\nRESULT: approved")
+    run = run_demo(
+        tmp_path, card, "--durable", "--role", "reader", "--transcript", str(played),
+        "--message", "remember: be brief", env=env,
+    )  # fmt: skip
+    assert run.returncode == 0, run.output
+    assert "RESULT: approved" in run.output
+    lines = run.events()
+    start, result = lines[0]["data"], lines[-1]["data"]
+    assert start["tools"] == ["list_files", "read_file", "write_file", "read_reference"]
+    assert (start["role"], start["rules_offered"], start["limits"]["max_rounds"]) == (
+        "reader",
+        [1],
+        7,
+    )
+    assert (result["status"], result["rules_cited"]) == ("done", [1])
+    assert "1. [reader] be brief" in (run.repo() / "notes" / "rules.md").read_text()
+    listed = subprocess.run(
+        [sys.executable, "-m", "loopkit.runs", "list", "--json"],
+        cwd=ROOT,
+        env=demo_env(tmp_path, env),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    [record] = [json.loads(line) for line in listed.stdout.splitlines()]
+    assert (record["role"], record["state"]) == ("reader", "done")

@@ -161,10 +161,17 @@ class CardRunResult(BaseModel):
     commit: str | None = None
     log_path: str | None = None
     repo: str | None = None
+    #: The role's word for success (``done``; a tester's ``passed``).
+    success_word: str = "done"
 
     @property
     def done(self) -> bool:
         return self.status == "done"
+
+    @property
+    def word(self) -> str:
+        """The word of the RESULT line: the role's success word, or ``failed``."""
+        return self.success_word if self.done else "failed"
 
 
 class DurableToolSource:

@@ -263,14 +263,13 @@ def _main(argv: list[str]) -> int:
 
     from loopkit.cards import Card, ConfigError, load_config
     from loopkit.cards.roles import RoleError
-    from loopkit.demo.role_tools import DEFAULT_ROLE, find_role
+    from loopkit.demo.role_tools import DEFAULT_ROLE, find_role, with_role_limits
     from loopkit.demo.run import (
         check_durable,
         check_log_destination,
         check_settings,
         read_card,
         refuse_invalid_card,
-        with_role_limits,
     )
     from loopkit.demo.workspace import WorkspaceError
     from loopkit.errors import CardError

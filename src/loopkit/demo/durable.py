@@ -42,7 +42,7 @@ from loopkit.cards.durable import (
 )
 from loopkit.cards.roles import Role
 from loopkit.demo.progress import LiveProgress, summary_table
-from loopkit.demo.role_tools import find_role
+from loopkit.demo.role_tools import find_role, take_message
 from loopkit.demo.run import (
     card_runner,
     check_model,
@@ -50,7 +50,6 @@ from loopkit.demo.run import (
     local_tools,
     make_model,
     role_memory,
-    take_message,
 )
 from loopkit.demo.workspace import ScratchRepo, create_scratch_repo, open_scratch_repo
 from loopkit.durable.run import DEFAULT_NOTICE, current_durable_run, durable_step, durable_workflow
@@ -214,6 +213,7 @@ async def card_run_workflow(request: dict[str, Any]) -> dict[str, Any]:
         commit=commits[0].describe() if commits else None,
         log_path=str(log_path),
         repo=str(scratch.repo),
+        success_word=result.success_word,
     ).model_dump(mode="json")
 
 
@@ -223,7 +223,7 @@ async def card_run_workflow(request: dict[str, Any]) -> dict[str, Any]:
 def _summary(console: Console, result: CardRunResult) -> int:
     console.print(
         summary_table(
-            status=result.status,
+            status=result.word,
             reason=result.reason,
             totals=result.totals,
             card_state=result.card_state,
@@ -363,11 +363,12 @@ async def _resume_one(runtime: DurableRuntime, record: CardRunRecord, console: C
     config = request.runner_config()
     card_path = Path(request.card)
     try:
-        check_model(config, card_path, find_role(config, request.role).name)  # a key, a role
+        role = find_role(config, request.role).name
+        check_model(config, card_path, role)  # a key this process lacks, a role it cannot find
     except (ConfigError, CardError, RoleError) as e:
         console.print(f"[red]error:[/red] run {record.run_id}: {escape(str(e))}")
         return EXIT_BAD_INPUT
-    console.print(first_line(config, card_path))
+    console.print(first_line(config, card_path, role))
     console.print(
         f"[bold]Resuming[/bold] run {record.run_id}: {escape(record.title or request.card)} "
         f"({record.rounds} model requests recorded; none of them is made again)"

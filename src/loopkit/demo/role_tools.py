@@ -23,12 +23,15 @@ message that comes with a run and starts with "remember" adds a rule before the 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
+
+from rich.console import Console
+from rich.markup import escape
 
 from loopkit.abstractions.tools import Tool
 from loopkit.cards.config import ConfigError, RunnerConfig
@@ -54,6 +57,8 @@ __all__ = [
     "reference_shelf",
     "role_catalog",
     "role_instructions",
+    "take_message",
+    "with_role_limits",
 ]
 
 #: The role a run takes when none is named.
@@ -223,3 +228,27 @@ def role_instructions(role: Role, rules: Sequence[tuple[int, str]]) -> str:
         "Follow them. In your final message, cite the numbers of the rules you applied "
         '("Applied rules: 1, 3").\n'
     )
+
+
+def with_role_limits(config: RunnerConfig, role: Role, given: Collection[str] = ()) -> RunnerConfig:
+    """``config`` with the role's limits, except those in ``given`` (set on the command line,
+    which beats the role)."""
+    limits = {k: v for k, v in role.front_matter.limits.given().items() if k not in given}
+    return config.model_copy(update=limits) if limits else config
+
+
+def take_message(
+    memory: RoleMemory | None, role: Role, message: str | None, console: Console
+) -> str | None:
+    """A message that comes with the run: one that starts with "remember" becomes a feedback
+    rule of the role's scope (returns None: the rule reaches the model with the rules); any
+    other message is returned, to go with the card."""
+    if message is None or not message.strip():
+        return None
+    if memory is None:
+        return message
+    added = memory.remember(message, role.rules_scope)
+    if added is None:
+        return message
+    console.print(f"[bold]Feedback:[/bold] {escape(added)}")
+    return None

@@ -12,7 +12,6 @@ import importlib
 import os
 import stat
 import sys
-from collections.abc import Collection
 from importlib import resources
 from pathlib import Path
 from types import ModuleType
@@ -46,6 +45,7 @@ from loopkit.demo.role_tools import (
     needs_local_tools,
     reference_shelf,
     role_instructions,
+    take_message,
 )
 from loopkit.demo.workspace import (
     ScratchRepo,
@@ -106,14 +106,16 @@ def transcript_for(config: RunnerConfig, card_path: Path, role: str = DEFAULT_RO
     return found
 
 
-def first_line(config: RunnerConfig, card_path: Path) -> str:
+def first_line(config: RunnerConfig, card_path: Path, role: str = DEFAULT_ROLE) -> str:
     """The run's first line: which model answers, and for the scripted model which transcript
-    it plays (the bundled one, or the file given) and whether it checks every tool result."""
+    it plays (the bundled one of the role, or the file given) and whether it checks every tool
+    result."""
     if config.scripted:
+        of_role = "" if role == DEFAULT_ROLE else f"{escape(role)} "
         played = (
             f"the transcript {escape(str(config.transcript))}"
             if config.transcript is not None
-            else f"the bundled transcript for {escape(card_path.name)}"
+            else f"the bundled {of_role}transcript for {escape(card_path.name)}"
         )
         mode = "strict: every tool result checked" if config.strict else "lenient: unchecked"
         return (
@@ -342,13 +344,6 @@ def check_settings(
     check_model(config, card_path, role.name if role is not None else DEFAULT_ROLE)
 
 
-def with_role_limits(config: RunnerConfig, role: Role, given: Collection[str] = ()) -> RunnerConfig:
-    """``config`` with the role's limits, except those in ``given`` (set on the command line,
-    which beats the role)."""
-    limits = {k: v for k, v in role.front_matter.limits.given().items() if k not in given}
-    return config.model_copy(update=limits) if limits else config
-
-
 def read_card(config: RunnerConfig, card_path: Path) -> str:
     """The card file's text; :class:`CardError` when it cannot be read (missing, a folder, above
     ``max_card_bytes``, not UTF-8): bad input, exit 2, the file is left as it is."""
@@ -478,7 +473,7 @@ async def run_demo(
 
     assert card.path is not None
     card_path = card.path
-    console.print(first_line(config, card_path))
+    console.print(first_line(config, card_path, role.name))
     console.print(role_line(role))
     if not config.scripted:
         from loopkit.providers.litellm import start_background_import
@@ -559,20 +554,3 @@ async def run_demo(
     if interrupted:
         return 130
     return 0 if result.done else 1
-
-
-def take_message(
-    memory: RoleMemory | None, role: Role, message: str | None, console: Console
-) -> str | None:
-    """A message that comes with the run: one that starts with "remember" becomes a feedback
-    rule of the role's scope (returns None: the rule reaches the model with the rules); any
-    other message is returned, to go with the card."""
-    if message is None or not message.strip():
-        return None
-    if memory is None:
-        return message
-    added = memory.remember(message, role.rules_scope)
-    if added is None:
-        return message
-    console.print(f"[bold]Feedback:[/bold] {escape(added)}")
-    return None
