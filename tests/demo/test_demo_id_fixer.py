@@ -15,10 +15,13 @@ from typing import Any
 
 import pytest
 
-from loopkit import Card, CardState
+from loopkit import Card, CardState, Script
+from loopkit.demo.id_fixer import child_transcript
 from loopkit.demo.progress import LiveProgress
+from loopkit.demo.run import bundled_transcripts
 from loopkit_tools.id_fixer import FILE_TOOLS, ID_FIXER_TOOL
 from loopkit_ui.session import HeadlessDesktop
+from tests.fakes.fake_llm_server import FakeLLMServer, ScriptedToolCall, Turn
 
 from .helpers import ID_CARD, ROOT, copy_card, run_demo
 
@@ -143,3 +146,57 @@ def test_a_subagents_rounds_are_not_the_main_runs(tmp_path: Path) -> None:
                                     "input_tokens": 1000, "output_tokens": 20}}})  # fmt: skip
         progress.on_event({"type": "run_end", "run_id": "main", "data": {"status": "ok"}})
     assert progress.subagents == ["id_fixer (fix): 2 rounds, 1 tool calls, 1,020 tokens; run c1"]
+
+
+def _turns(script: Script, prefix: str) -> list[Turn]:
+    return [
+        Turn(
+            text=t.text or None,
+            tool_calls=tuple(
+                ScriptedToolCall(c.name, c.arguments, f"{prefix}_{n}_{i}")
+                for i, c in enumerate(t.calls, start=1)
+            ),
+        )
+        for n, t in enumerate(script.turns, start=1)
+    ]
+
+
+@pytest.mark.integration
+@pytest.mark.ui
+def test_with_a_real_model_the_subagent_asks_the_same_model(tmp_path: Path) -> None:
+    """Through litellm's real HTTP path against a fake OpenAI server on 127.0.0.1: the main
+    run's requests, then the id fixer's (its own instructions, the three file tools, the same
+    model), then the main run's again; the server plays both transcripts' model turns."""
+    main = Script.load(bundled_transcripts()[ID_CARD])
+    child = Script.load(child_transcript(bundled_transcripts()[ID_CARD]))
+    handover = next(
+        n for n, t in enumerate(main.turns) if ID_FIXER_TOOL in [c.name for c in t.calls]
+    )
+    turns = _turns(main, "main")
+    card = copy_card(tmp_path, ID_CARD)
+    with FakeLLMServer("openai") as server:
+        server.script([*turns[: handover + 1], *_turns(child, "child"), *turns[handover + 1 :]])
+        run = run_demo(
+            tmp_path,
+            card,
+            "--model",
+            "openai/gpt-5",
+            env={"LOOPKIT_API_BASE": server.api_base, "OPENAI_API_KEY": "sk-test-0123456789abcd"},
+        )
+        bodies = [r.body for r in server.requests if r.method == "POST"]
+    assert run.returncode == 0, run.output
+    assert len(bodies) == len(main.turns) + len(child.turns)
+    first_child = handover + 1
+    for n, body in enumerate(bodies):
+        by_child = first_child <= n < first_child + len(child.turns)
+        system = body["messages"][0]["content"]
+        tools = sorted(t["function"]["name"] for t in body["tools"]) if "tools" in body else []
+        assert body["model"] == "gpt-5", n  # the same model for both agents
+        assert ("You add missing accessible ids" in str(system)) is by_child, n
+        if by_child:
+            assert tools == sorted(FILE_TOOLS), n
+        else:
+            assert ID_FIXER_TOOL in tools and "ui_missing_ids" in tools, n
+    [child_run] = [e for e in run.events() if e["type"] == "child_run"]
+    child_start = next(e for e in run.events() if e["run_id"] == child_run["data"]["child_run_id"])
+    assert child_start["data"]["model"] == "openai/gpt-5"
