@@ -161,3 +161,24 @@ def test_the_result_line_follows_the_role_word() -> None:
 def test_cited_rule_numbers_are_read_from_the_text() -> None:
     assert cited_rules("Applied rules: 1, 3 and 12. Also rule 2.") == [1, 2, 3, 12]
     assert cited_rules("No rule applied; 3 rows deleted.") == []
+
+
+def test_the_example_config_adds_the_example_review_role() -> None:
+    from loopkit.cards import load_config
+    from loopkit.demo.role_tools import local_tool_filter, role_catalog
+
+    config = load_config(Path(__file__).resolve().parents[2] / "examples/configs/own-roles.toml")
+    assert role_catalog(config).names() == ["develop", "document", "review", "test"]
+    review = find_role(config, "review")
+    assert (review.success_word, review.front_matter.writes) == ("approved", [])
+    offered = [
+        n
+        for n in ("list_files", "read_file", "write_file", "git_commit")
+        if local_tool_filter(review)(n)
+    ]
+    # it writes nothing: no write_file; git_commit stays for its notes (the memory group)
+    assert offered == ["list_files", "read_file", "git_commit"]
+    without_memory = review.model_copy(
+        update={"front_matter": review.front_matter.model_copy(update={"tools": ["files", "git"]})}
+    )
+    assert [n for n in ("write_file", "git_commit") if local_tool_filter(without_memory)(n)] == []

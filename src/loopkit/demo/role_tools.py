@@ -150,8 +150,12 @@ class SelectedTools:
 
 
 def local_tool_filter(role: Role) -> Callable[[str], bool]:
-    """Whether a local tool (by name) is in one of the role's groups."""
-    return lambda name: role.has(LOCAL_TOOL_GROUPS.get(name, "files"))
+    """Whether a local tool (by name) is in one of the role's groups. A role that writes no
+    folder (``writes: []``) is not offered write_file, nor git_commit unless its memory group
+    gives it ``notes/`` to commit."""
+    read_only = not role.front_matter.writes
+    hidden = {"write_file", *([] if role.has("memory") else ["git_commit"])} if read_only else set()
+    return lambda name: name not in hidden and role.has(LOCAL_TOOL_GROUPS.get(name, "files"))
 
 
 def needs_local_tools(role: Role) -> bool:
