@@ -12,6 +12,7 @@ error.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -65,15 +66,17 @@ def id_fixer_source(
     tools_settings: Any,
     log: RunLog | None,
     *,
-    parent_transcript: Path | None,
+    parent_transcript: Path | None = None,
+    model: Callable[[], ChatClient | ChatClientBuilder] | None = None,
 ) -> ToolSource:
     """The group's tool source: ``fix_missing_ids`` over the file tools of ``tools_settings``
     (the run's validated ``ToolsConfig``: the same workspace guard as the main agent's); the
-    child run's lines go into ``log``."""
+    child run's lines go into ``log``; ``model`` makes the subagent's model (default: see
+    :func:`id_fixer_model`)."""
     from loopkit_tools.id_fixer import IdFixer
 
     return IdFixer(
-        lambda: id_fixer_model(config, parent_transcript),
+        model or (lambda: id_fixer_model(config, parent_transcript)),
         tools_settings,
         log=log,
         max_output_tokens=config.max_output_tokens,
@@ -83,7 +86,9 @@ def id_fixer_source(
 
 def id_fixer_group(context: GroupContext) -> ToolSource:
     """The ``id_fixer`` group of a run (``loopkit.demo.role_tools.GROUP_SOURCES``): the id
-    fixer over the run's own tools settings (its workspace guard, the role's folders)."""
+    fixer over the run's own tools settings (its workspace guard), writing only in the role's
+    ``writes`` (not in the notes: the main agent writes those). A role that writes no folder
+    gets the tool, and each call says it cannot change anything."""
     from loopkit.demo.run import tools_config
 
     _, settings = tools_config(
@@ -93,6 +98,15 @@ def id_fixer_group(context: GroupContext) -> ToolSource:
         run_dir=context.run_dir,
         role=context.role,
     )
+    writes = context.role.write_folders(context.app_folder)
+    if not writes:
+        role = context.role.name
+
+        def refused() -> ChatClient:
+            raise ValueError(f"the role {role!r} writes no folder: the id fixer may change nothing")
+
+        return id_fixer_source(context.config, settings, context.log, model=refused)
+    settings = settings.model_copy(update={"write_folders": writes})
     return id_fixer_source(
         context.config, settings, context.log, parent_transcript=context.transcript
     )
