@@ -187,10 +187,11 @@ def main(argv: list[str] | None = None) -> int:
         check_durable(config)
         if args.command == "enqueue":
             from loopkit.cards.card import Card
-            from loopkit.demo.role_tools import find_role, with_role_limits
+            from loopkit.demo.role_tools import check_message, find_role, with_role_limits
             from loopkit.demo.workspace import check_earlier_repo
 
             role = find_role(config, args.role)  # unknown: one line naming the roles
+            check_message(args.message)
             config = with_role_limits(config, role)
             if args.repo is not None:
                 check_earlier_repo(args.repo, config.app_source.name)

@@ -182,3 +182,15 @@ def test_the_example_config_adds_the_example_review_role() -> None:
         update={"front_matter": review.front_matter.model_copy(update={"tools": ["files", "git"]})}
     )
     assert [n for n in ("write_file", "git_commit") if local_tool_filter(without_memory)(n)] == []
+
+
+def test_the_roles_limits_apply_unless_the_command_line_gave_them() -> None:
+    # loopkit.demo.run.with_role_limits: the board's queue checks look it up there
+    from loopkit.demo.run import with_role_limits
+
+    config = RunnerConfig(max_rounds=60, max_tokens=1000)
+    document = find_role(config, "document")
+    assert with_role_limits(config, document).max_rounds == 40
+    assert with_role_limits(config, document, {"max_rounds"}).max_rounds == 60
+    assert with_role_limits(config, document).max_tokens == 1000  # the role sets none
+    assert with_role_limits(config, find_role(config, "develop")) is config

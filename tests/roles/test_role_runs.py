@@ -226,3 +226,47 @@ def test_a_durable_run_takes_its_role_through_the_workflow(tmp_path: Path) -> No
     )
     [record] = [json.loads(line) for line in listed.stdout.splitlines()]
     assert (record["role"], record["state"]) == ("reader", "done")
+
+
+def test_a_role_without_a_transcript_for_the_card_is_refused_naming_the_role(
+    tmp_path: Path,
+) -> None:
+    card = copy_card(tmp_path, "total-ignores-the-discount")
+    done = subprocess.run(
+        [sys.executable, "-m", "loopkit.demo", str(card), "--role", "document"],
+        cwd=ROOT,
+        env=demo_env(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert done.stderr.startswith(
+        "error: the scripted model has no transcript for total-ignores-the-discount.md in the "
+        "role 'document' (bundled: delete-asks-for-confirmation)"
+    )
+    assert not (tmp_path / "runs").exists()
+
+
+@pytest.mark.parametrize(
+    ("message", "expected"),
+    [
+        ("remember:", "error: --message 'remember:' says to remember nothing; say what\n"),
+        ("remember " + "x" * 501, "error: --message: the rule to remember has 501 characters"),
+    ],
+)
+def test_a_remember_message_without_a_rule_is_bad_input(
+    tmp_path: Path, message: str, expected: str
+) -> None:
+    card = copy_card(tmp_path, "delete-asks-for-confirmation")
+    done = subprocess.run(
+        [sys.executable, "-m", "loopkit.demo", str(card), "--message", message],
+        cwd=ROOT,
+        env=demo_env(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert done.stderr.startswith(expected) and done.stderr.count("\n") == 1
+    assert not (tmp_path / "runs").exists()

@@ -263,7 +263,7 @@ def _main(argv: list[str]) -> int:
 
     from loopkit.cards import Card, ConfigError, load_config
     from loopkit.cards.roles import RoleError
-    from loopkit.demo.role_tools import DEFAULT_ROLE, find_role, with_role_limits
+    from loopkit.demo.role_tools import DEFAULT_ROLE, check_message, find_role, with_role_limits
     from loopkit.demo.run import (
         check_durable,
         check_log_destination,
@@ -295,6 +295,7 @@ def _main(argv: list[str]) -> int:
         if args.resume is not None:
             return _resume(argv, config, args.resume or None, console)
         role = find_role(config, args.role or DEFAULT_ROLE)
+        check_message(args.message)
         given = {"max_rounds", "max_tokens"} & {k for k, v in vars(args).items() if v is not None}
         config = with_role_limits(config, role, given)
         text = read_card(config, args.card)

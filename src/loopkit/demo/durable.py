@@ -131,7 +131,12 @@ def _prepare(config: RunnerConfig, card_path: Path, request: CardRunRequest) -> 
     else:
         scratch = create_scratch_repo(config.app_source, config.runs_dir, card_path.stem)
     log_path = config.log or scratch.run_dir / "run.jsonl"
-    message = take_message(role_memory(config, scratch), role, request.message, Console(quiet=True))
+    memory = role_memory(config, scratch)
+    try:
+        message = take_message(memory, role, request.message, Console(quiet=True))
+    finally:
+        if memory is not None:
+            memory.close()
     return PreparedRun(
         message=message,
         card_text=card.text,

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 from rich.markup import escape
 
-from loopkit.abstractions.tools import Tool
+from loopkit.abstractions.tools import Tool, ToolError
 from loopkit.cards.config import ConfigError, RunnerConfig
 from loopkit.cards.references import REFERENCE_FOLDER, ReferenceShelf
 from loopkit.cards.roles import Role, RoleCatalog
@@ -49,11 +49,18 @@ __all__ = [
     "GROUP_SOURCES",
     "LOCAL_TOOL_GROUPS",
     "NOTES_FOLDER",
+    "ROLE_ALIASES",
     "GroupContext",
     "RoleMemory",
     "SelectedTools",
     "StaticTools",
     "bundled_roles_folder",
+    "check_message",
+    "check_roles_dir",
+    "extra_group_sources",
+    "find_role",
+    "local_tool_filter",
+    "needs_local_tools",
     "reference_shelf",
     "role_catalog",
     "role_instructions",
@@ -79,7 +86,9 @@ LOCAL_TOOL_GROUPS = {
     "git_commit": "git",
 }
 _LOCAL_GROUPS = ("files", "build_app", "git")
-_REMEMBER = re.compile(r"^\s*remember\b", re.IGNORECASE)
+_REMEMBER = re.compile(r"^\s*remember\b[\s,:;.!-]*(?:that\s+)?", re.IGNORECASE)
+#: The longest rule the memory takes (loopkit_tools.memory.rules).
+MAX_RULE_CHARS = 500
 
 
 def bundled_roles_folder() -> Path:
@@ -184,8 +193,15 @@ class RoleMemory:
         memory answered, or None when the message asks nothing to be remembered."""
         if not _REMEMBER.match(message):
             return None
-        answer: str = self.tools.add_rule(message, scope)
+        try:
+            answer: str = self.tools.add_rule(message, scope)
+        except ToolError as e:  # the memory refused it (empty, too long): bad input
+            raise ConfigError(f"--message: {e}") from None
         return answer
+
+    def close(self) -> None:
+        """Close the search index (when the run does not take the tools: :meth:`source`)."""
+        self.tools.close()
 
     def source(self, offered: bool) -> StaticTools:
         """The memory's tools (none when the role is not ``offered`` them); closes the index."""
@@ -239,6 +255,24 @@ def with_role_limits(config: RunnerConfig, role: Role, given: Collection[str] = 
     which beats the role)."""
     limits = {k: v for k, v in role.front_matter.limits.given().items() if k not in given}
     return config.model_copy(update=limits) if limits else config
+
+
+def check_message(message: str | None) -> None:
+    """A message that asks to remember something says what, in at most 500 characters
+    (:class:`ConfigError` otherwise: bad input, checked before anything starts)."""
+    if message is None:
+        return
+    m = _REMEMBER.match(message)
+    if m is None:
+        return
+    rule = " ".join(message[m.end() :].split())
+    if not rule:
+        raise ConfigError(f"--message {message!r} says to remember nothing; say what")
+    if len(rule) > MAX_RULE_CHARS:
+        raise ConfigError(
+            f"--message: the rule to remember has {len(rule)} characters; keep a rule under "
+            f"{MAX_RULE_CHARS}"
+        )
 
 
 def take_message(

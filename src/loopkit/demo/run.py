@@ -47,6 +47,7 @@ from loopkit.demo.role_tools import (
     role_instructions,
     take_message,
 )
+from loopkit.demo.role_tools import with_role_limits as with_role_limits  # where callers look
 from loopkit.demo.workspace import (
     ScratchRepo,
     WorkspaceError,
