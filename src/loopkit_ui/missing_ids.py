@@ -42,7 +42,7 @@ _CONTROL_ROLES = frozenset(
         "password text", "entry", "spin button", "slider", "label", "list", "list box", "table",
         "tree", "tree table", "page tab list", "progress bar", "menu bar", "tool bar",
         "status bar", "dial", "date editor", "link", "image", "heading", "frame", "dialog",
-        "alert", "menu", *MENU_ITEM_ROLES,
+        "alert", "menu", "popup menu", *MENU_ITEM_ROLES,
         # UI Automation (Windows)
         "button", "edit", "data grid", "tab", "hyperlink", "spinner", "split button",
         "document", "calendar", "window",
@@ -50,12 +50,13 @@ _CONTROL_ROLES = frozenset(
 )  # fmt: skip
 # Counted only with a name: unnamed, they are layouts and a toolkit's inner parts.
 _CONTAINER_ROLES = frozenset({"panel", "filler", "grouping", "pane", "group", "scroll pane"})
-# Their children are parts of them (cells, items, scroll bars, an editor's viewport).
+# Their children are parts of them (cells, items, scroll bars, an editor's viewport); a tool
+# bar's buttons and a menu bar's menus are controls of their own.
 _COMPOSITE_ROLES = frozenset(
     {
         "text", "password text", "entry", "edit", "document", "table", "tree", "tree table",
         "list", "list box", "data grid", "combo box", "spin button", "spinner", "slider",
-        "page tab list", "tab", "scroll bar", "menu bar", "tool bar",
+        "page tab list", "tab", "scroll bar",
     }
 )  # fmt: skip
 

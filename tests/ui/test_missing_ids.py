@@ -56,6 +56,13 @@ def test_controls_without_id_are_listed_with_their_place() -> None:
         (4, "check box", "VIP", "CustomerVipCheckBox"),
         (1, "dialog", "Confirm", None),
         (2, "push button", "OK", None),
+        (2, "scroll bar", "", None),  # no control role
+        (1, "popup menu", "Item actions", "ItemsMenu"),
+        (2, "menu item", "Duplicate", "DuplicateAction"),
+        (2, "menu item", "Rename", None),  # a QAction without an object name
+        (1, "frame", "Other", "OtherWindow"),
+        (2, "tool bar", "Tools", "MainToolBar"),
+        (3, "push button", "Print", None),  # a tool bar's button is a control of its own
     )
     found = find_missing_ids(snapshot.nodes)
     assert [(m.role, m.name) for m in found] == [
@@ -65,8 +72,11 @@ def test_controls_without_id_are_listed_with_their_place() -> None:
         ("text", "Name"),
         ("dialog", "Confirm"),
         ("push button", "OK"),
+        ("menu item", "Rename"),
+        ("push button", "Print"),
     ]
-    save, customer, label, text, dialog, ok = found
+    save, customer, label, text, dialog, ok, rename, _ = found
+    assert (rename.parent_id, rename.index, rename.window) == ("ItemsMenu", 1, "Item actions")
     assert (save.parent_id, save.index, save.window) == ("MainPanel", 0, "Main")
     assert save.path == "#MainWindow / #MainPanel / filler '' / push button 'Save'"
     assert (customer.index, customer.parent) == (2, "filler '' #MainPanel")
