@@ -157,6 +157,8 @@ def test_the_invoice_apps_notes_panel_over_mcp(client: UIServerClient) -> None:
 
     two = client.call("ui_missing_ids", limit=2, window="InvoiceWindow")
     assert two.structured["count"] == 5 and len(two.structured["elements"]) == 2
+    nowhere = client.call("ui_missing_ids", window="NoSuchWindow")
+    assert nowhere.error and "NoSuchWindow" in nowhere.text, nowhere
     refused = client.call("ui_missing_ids", limit=51)
     assert refused.error and "limit" in refused.text
     unknown = client.call("ui_missing_ids", target="NotesPanel")
