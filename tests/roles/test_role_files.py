@@ -37,7 +37,7 @@ def test_the_bundled_roles_load_with_their_groups_and_words() -> None:
     catalog = RoleCatalog([bundled_roles_folder()])
     assert catalog.names() == ["develop", "document", "test"]
     develop, document, test = catalog.roles()
-    assert develop.tools == ["files", "build_app", "git", "ui", "memory"]
+    assert develop.tools == ["files", "build_app", "git", "ui", "memory", "id_fixer"]
     assert develop.write_folders("invoice_app") == ["invoice_app"]
     assert develop.success_word == "done" and "RESULT: done" in develop.instructions
     assert document.write_folders("invoice_app") == ["docs"]

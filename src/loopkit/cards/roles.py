@@ -52,9 +52,10 @@ __all__ = [
 
 #: The tool groups a role can name: file tools, build and start the app, git, the UI server's
 #: tools, the memory (notes, feedback rules, glossary), the tester's record (steps, findings,
-#: regression scripts, the HTML report).
-ToolGroup = Literal["files", "build_app", "git", "ui", "memory", "tester"]
-TOOL_GROUPS: tuple[str, ...] = ("files", "build_app", "git", "ui", "memory", "tester")
+#: regression scripts, the HTML report), the id fixer (a subagent that adds missing accessible ids
+#: in the source: ``fix_missing_ids``).
+ToolGroup = Literal["files", "build_app", "git", "ui", "memory", "tester", "id_fixer"]
+TOOL_GROUPS: tuple[str, ...] = ("files", "build_app", "git", "ui", "memory", "tester", "id_fixer")
 #: In ``writes``: the app's folder in the repository (``invoice_app`` in the demo).
 APP_FOLDER = "{app}"
 #: A role's name (and a rules scope): lowercase letters, digits and '-', starting with a letter.

@@ -50,6 +50,7 @@ from loopkit.demo.run import (
     local_tools,
     make_model,
     role_memory,
+    transcript_for,
 )
 from loopkit.demo.workspace import ScratchRepo, create_scratch_repo, open_scratch_repo
 from loopkit.durable.run import DEFAULT_NOTICE, current_durable_run, durable_step, durable_workflow
@@ -195,10 +196,12 @@ async def card_run_workflow(request: dict[str, Any]) -> dict[str, Any]:
         durable.on_event = lambda kind, data: log.write(kind, **data)
         try:
             role = find_role(config, req.role)
+            played = transcript_for(config, card_path, role.name) if config.scripted else None
             runner = card_runner(
                 config, make_model(config, card_path, role.name),
                 local_tools(config, scratch, role), scratch, log, role=role,
                 memory=role_memory(config, scratch), message=prepared.message, durable=True,
+                transcript=played,
             )  # fmt: skip
         except Exception as e:  # the settings do not work in this process (a key, a module)
             result = RunResult(status="failed", reason=f"{type(e).__name__}: {e}")

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.markup import escape
@@ -40,6 +40,11 @@ from loopkit.cards.config import ConfigError, RunnerConfig
 from loopkit.cards.references import REFERENCE_FOLDER, ReferenceShelf
 from loopkit.cards.roles import Role, RoleCatalog
 from loopkit.cards.runner import ToolSource
+from loopkit.demo.id_fixer import GROUP as ID_FIXER_GROUP
+from loopkit.demo.id_fixer import id_fixer_group
+
+if TYPE_CHECKING:
+    from loopkit.middleware.run_log import RunLog
 
 __all__ = [
     "DEFAULT_ROLE",
@@ -215,12 +220,16 @@ class GroupContext:
     repo: Path
     run_dir: Path
     app_folder: str
+    #: The run log (a subagent's child run writes its lines there too) and the transcript the
+    #: scripted model plays (None for a real model; a subagent's own lies beside it).
+    log: RunLog | None = None
+    transcript: Path | None = None
 
 
 #: Builders of the tool sources of further groups (beyond files, build_app, git, ui, memory),
 #: by group name: a new group is a name in ``loopkit.cards.roles.TOOL_GROUPS`` and an entry
 #: here; :func:`loopkit.demo.run.card_runner` adds the source of every such group the role has.
-GROUP_SOURCES: dict[str, Callable[[GroupContext], ToolSource]] = {}
+GROUP_SOURCES: dict[str, Callable[[GroupContext], ToolSource]] = {ID_FIXER_GROUP: id_fixer_group}
 
 
 def extra_group_sources(context: GroupContext) -> list[ToolSource]:

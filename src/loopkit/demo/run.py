@@ -400,6 +400,7 @@ def card_runner(
     message: str | None = None,
     tester: ToolSource | None = None,
     durable: bool = False,
+    transcript: Path | None = None,
 ) -> CardRunner:
     """The runner of one demo run in ``role`` (default: develop): the role's instructions with
     the feedback rules of its scope (from ``memory``), the tools of its groups only (local tools,
@@ -407,7 +408,8 @@ def card_runner(
     ``message`` comes with the card; ``tester``: the tester's tools
     (:func:`~loopkit.demo.tester.tester_tools`), offered to a role with the ``tester`` group.
     ``durable``: inside a durable workflow (each model request and tool call a checkpoint,
-    retries inside the request's checkpoint)."""
+    retries inside the request's checkpoint). ``transcript``: the one the scripted model plays
+    (a subagent's own transcript lies beside it)."""
     from loopkit.cards import CardRunner, MCPToolSource, RunLimits
     from loopkit.middleware.retry import RetryPolicy
 
@@ -420,7 +422,9 @@ def card_runner(
     if role.has("tester"):
         sources.append(tester or tester_tools(config, scratch, tools, scratch.repo.name))
     sources.append(StaticTools([reference_shelf(config).tool()]))
-    context = GroupContext(config, role, scratch.repo, scratch.run_dir, scratch.app_folder)
+    context = GroupContext(
+        config, role, scratch.repo, scratch.run_dir, scratch.app_folder, log, transcript
+    )
     sources += extra_group_sources(context)
     rules = memory.rules(role.rules_scope) if memory is not None else []
     if memory is not None:
@@ -514,6 +518,7 @@ async def run_demo(
         runner = card_runner(
             config, model, tools, scratch, log, role=role, memory=memory, message=message,
             tester=tester,
+            transcript=transcript_for(config, card_path, role.name) if config.scripted else None,
         )  # fmt: skip
         progress = LiveProgress(console, config.max_rounds)
         log.subscribe(progress.on_event)
@@ -552,6 +557,7 @@ async def run_demo(
             commit=commit,
             log_path=str(log_path),
             repo=str(scratch.repo),
+            subagents=progress.subagents,
         )
     )
     report = getattr(tester, "report_path", None)
