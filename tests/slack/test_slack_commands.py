@@ -1,0 +1,43 @@
+"""The bot against the fake Slack: who may use it, and what an unknown command gets.
+
+The bot is a real process in socket mode; every request it makes is checked (method, token,
+channel, thread, text)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.slack.conftest import ALLOWED
+from tests.slack.fake_slack import APP_TOKEN, BOT_TOKEN, FakeSlack
+
+
+def test_a_user_not_on_the_allowlist_is_refused_and_logged(slack: FakeSlack, start_bot) -> None:
+    bot = start_bot()
+    ts = slack.send_message("U0MALLORY", "developer examples/cards/delete-asks-for-confirmation.md")
+    post = slack.wait_post(ts, "not on this bot's list of allowed users")
+    assert post.token == BOT_TOKEN
+    assert post.args["channel"] == "C0CHAN" and post.args["thread_ts"] == ts
+    assert bot.stop() == 130
+    assert "refused a message from U0MALLORY in C0CHAN" in bot.output()
+    # nothing else was done for it: no run, only the connection, the identity and the refusal
+    methods = [c.method for c in slack.calls]
+    assert set(methods) <= {"auth.test", "apps.connections.open", "chat.postMessage"}, methods
+    assert [c.token for c in slack.calls if c.method == "apps.connections.open"] == [APP_TOKEN]
+    assert len(slack.posts()) == 1
+    assert BOT_TOKEN not in bot.output() and APP_TOKEN not in bot.output()
+
+
+def test_an_unknown_command_is_answered_with_the_roles(
+    slack: FakeSlack, start_bot, tmp_path: Path
+) -> None:
+    bot = start_bot()
+    ts = slack.send_message(ALLOWED, "please fix the invoice app")
+    post = slack.wait_post(ts, "is not a role")
+    assert "'please' is not a role" in post.args["text"]
+    assert "`developer`" in post.args["text"]
+    assert post.args["channel"] == "C0CHAN" and post.token == BOT_TOKEN
+    ts2 = slack.send_message(ALLOWED, "<@U0BOT> developer")
+    post2 = slack.wait_post(ts2, "needs a card")
+    assert "`developer`" in post2.args["text"]
+    assert bot.stop() == 130
+    assert len(slack.posts()) == 2
