@@ -24,7 +24,8 @@ from loopkit.errors import CardError, LoopkitError
 from loopkit_board.slack.chat import ThreadChat, run_context
 from loopkit_board.slack.commands import RunCommand, parse_command, roles_help
 from loopkit_board.slack.config import SlackBotConfig, SlackTokens
-from loopkit_board.slack.progress import LogFollower, artifacts, format_events, result_line
+from loopkit_board.slack.progress import LogFollower, format_events, result_line
+from loopkit_board.slack.report import run_files
 from loopkit_board.slack.runs import RunBackend, RunStatus
 from loopkit_board.slack.threads import ThreadRun, ThreadStore
 
@@ -166,7 +167,8 @@ class SlackBot:
         line = result_line(status.state, status.reason, status.rounds, status.tokens, status.commit)
         await self._post(thread.channel, thread.thread_ts, line)
         if status.log_path:
-            for path in artifacts(Path(status.log_path).parent):
+            log = Path(status.log_path)
+            for path in await asyncio.to_thread(run_files, log.parent, log, status):
                 await self.client.files_upload_v2(
                     channel=thread.channel,
                     thread_ts=thread.thread_ts,

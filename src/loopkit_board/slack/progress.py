@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["LogFollower", "artifacts", "format_events", "result_line"]
+__all__ = ["LogFollower", "format_events", "result_line"]
 
 #: A tool's arguments and result are cut to this many characters in a post.
 SHORT = 120
@@ -93,15 +93,3 @@ def result_line(
     if commit:
         tail += f", commit {commit}"
     return f"{head} ({tail})"
-
-
-def artifacts(run_dir: Path) -> list[Path]:
-    """The run's HTML reports and GIFs (a test role's script runs write them), oldest first;
-    nothing from the run's scratch repository."""
-    found: list[Path] = []
-    for pattern in ("report.html", "*.gif"):
-        for path in run_dir.rglob(pattern):
-            relative = path.relative_to(run_dir)
-            if relative.parts[0] != "repo" and path.is_file():
-                found.append(path)
-    return sorted(found, key=lambda p: (p.stat().st_mtime, str(p)))

@@ -1,0 +1,142 @@
+"""A card run started from Slack, end to end: the bot (a real process, socket mode against the
+fake Slack), the durable queue on SQLite, a real worker in its own headless desktop running the
+card with the strict scripted model, the real UI server and app.
+
+Checked: the queue places posted (the second request waits behind the first: one run per
+desktop), the progress in the run's thread (tool calls and the model's messages), the result line,
+the HTML report and the GIF uploaded to the thread (files_upload_v2's three steps), every request
+made with the bot's token to the right channel and thread; then questions in the thread, one
+before and one after a bot restart, answered by a model (litellm's real HTTP path to a fake
+OpenAI server) that receives the run's context and the earlier questions and answers.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.demo.helpers import copy_card
+from tests.fakes.fake_llm_server import FakeLLMServer, Turn
+from tests.slack.conftest import ALLOWED, ROOT, bot_env, write_bot_config
+from tests.slack.fake_slack import APP_TOKEN, BOT_TOKEN, FakeSlack
+
+pytest.importorskip("dbos")
+pytestmark = [pytest.mark.integration, pytest.mark.ui]
+
+
+def texts(slack: FakeSlack, thread_ts: str) -> list[str]:
+    return [c.args["text"] for c in slack.posts(thread_ts)]
+
+
+def test_a_run_from_slack_posts_progress_result_and_files_and_its_thread_chats(
+    tmp_path: Path, slack: FakeSlack, start_bot
+) -> None:
+    first = copy_card(tmp_path, "delete-asks-for-confirmation")
+    second = copy_card(tmp_path, "total-ignores-the-discount")
+    llm = FakeLLMServer.openai()
+    with llm:
+        llm.enqueue(
+            Turn.reply("At round 3 it started the app."),
+            Turn.reply("Then it listed the windows."),
+        )
+        config = write_bot_config(
+            tmp_path, slack, chat_model="openai/fake-chat", chat_api_base=llm.api_base
+        )
+        chat_env = {"OPENAI_API_KEY": "sk-fake-key-for-the-test-0000"}
+        bot = start_bot(config, **chat_env)
+
+        ts1 = slack.send_message(ALLOWED, f"developer {first}")
+        queued1 = slack.wait_post(ts1, "queued, position 1")
+        assert "*Deleting an item should ask first*" in queued1.args["text"]
+        ts2 = slack.send_message(ALLOWED, f"<@U0BOT> Developer {second}")
+        slack.wait_post(ts2, "queued, position 2 (1 run before it)")
+
+        worker = subprocess.Popen(
+            [sys.executable, "-m", "loopkit.worker", "--name", "desk"],
+            cwd=ROOT,
+            env=bot_env(tmp_path),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        try:
+            result = slack.wait_post(ts1, "RESULT: done", timeout=240)
+            # the second request moved up once the first was taken, and ran after it
+            moved = slack.wait_post(ts2, "Now queued, position 1")
+            result2 = slack.wait_post(ts2, "RESULT: done", timeout=240)
+        finally:
+            worker.send_signal(signal.SIGTERM)
+            out, _ = worker.communicate(timeout=60)
+        assert worker.returncode == 130, out
+        assert "24 rounds" in result.args["text"] and "commit" in result.args["text"]
+        assert slack.calls.index(moved) < slack.calls.index(result)
+        slack.wait_for(
+            lambda: sum(c.method == "files.completeUploadExternal" for c in slack.calls) == 4,
+            "two uploads in each thread",
+        )
+
+        thread1 = texts(slack, ts1)
+        progress = "\n".join(thread1[1:-1])
+        assert "`start_app`" in progress and "The app is running" in progress
+        assert "`git_commit`" in progress
+        assert "Now the live app." in progress  # the model's message of round 3
+        assert thread1[-1] == result.args["text"]  # the result line comes last
+        assert texts(slack, ts2)[-1] == result2.args["text"]
+        for call in slack.calls:
+            want = APP_TOKEN if call.method == "apps.connections.open" else BOT_TOKEN
+            assert call.token == want and call.ok, call
+            if call.method == "chat.postMessage":
+                assert call.args["channel"] == "C0CHAN" and call.args["thread_ts"] in (ts1, ts2)
+        uploaded: dict[str, list[str]] = {ts1: [], ts2: []}
+        for call in slack.calls:
+            if call.method != "files.completeUploadExternal":
+                continue
+            assert call.args["channel_id"] == "C0CHAN"
+            (entry,) = json.loads(call.args["files"])
+            uploaded[call.args["thread_ts"]].append(entry["title"].split()[0])
+            data = slack.uploads[entry["id"]]
+            assert data.startswith(b"GIF8") or data.startswith(b"<!doctype html>")
+        assert {k: sorted(v) for k, v in uploaded.items()} == {
+            ts1: ["report.html", "run.gif"],
+            ts2: ["report.html", "run.gif"],
+        }
+        reports = [d for d in slack.uploads.values() if d.startswith(b"<!doctype")]
+        assert any(b"ConfirmDeleteDialog" in r for r in reports)
+        assert all(b"ui_screenshot" in r and b"RESULT: done" in r for r in reports)
+
+        # a question in the thread: the model gets the run's context
+        slack.send_message(ALLOWED, "What happened at round 3?", thread_ts=ts1)
+        slack.wait_post(ts1, "At round 3 it started the app.")
+        asked = llm.requests[0].body["messages"]
+        context = "\n".join(str(m.get("content")) for m in asked)
+        assert "Deleting an item should ask first" in context
+        assert "start_app" in context and "What happened at round 3?" in context
+
+        assert bot.stop() == 130
+        bot = start_bot(config, **chat_env)  # a new process: nothing in memory
+        slack.send_message(ALLOWED, "And after that?", thread_ts=ts1)
+        slack.wait_post(ts1, "Then it listed the windows.")
+        again = [str(m.get("content")) for m in llm.requests[1].body["messages"]]
+        joined = "\n".join(again)
+        assert "Deleting an item should ask first" in joined  # the run's context, from SQLite
+        order = [
+            joined.index(s)
+            for s in (
+                "What happened at round 3?",
+                "At round 3 it started the app.",
+                "And after that?",
+            )
+        ]
+        assert order == sorted(order)
+        assert len(llm.requests) == 2
+        assert bot.stop() == 130
+        for output in (bot.output(), out):
+            assert BOT_TOKEN not in output and APP_TOKEN not in output
+            assert chat_env["OPENAI_API_KEY"] not in output
+        assert os.environ.get("SLACK_BOT_TOKEN") != BOT_TOKEN
