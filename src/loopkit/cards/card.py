@@ -149,6 +149,19 @@ class Card(BaseModel):
         return updated
 
 
+def write_card(path: str | Path, text: str, *, max_bytes: int = MAX_CARD_BYTES) -> Card:
+    """Write a whole card (front matter and body) to ``path`` atomically, after checking that
+    ``text`` is a valid card no larger than ``max_bytes``; returns the card as written.
+    :class:`CardError` (and nothing written) when it is not. A new file gets the umask's mode,
+    an existing one keeps its mode and owner (a symlink is written at its target)."""
+    p = Path(path)
+    if len(text.encode("utf-8")) > max_bytes:
+        raise CardError(f"card {p.name}: larger than {max_bytes:,} bytes (max_card_bytes)")
+    card = Card.parse(text, p)
+    _atomic_write(p, text)
+    return card
+
+
 def read_card_text(path: str | Path, *, max_bytes: int = MAX_CARD_BYTES) -> str:
     """The text of a card file, reading at most ``max_bytes + 1`` bytes; :class:`CardError`
     naming the file when it is missing, not a regular file, larger than ``max_bytes`` or not
