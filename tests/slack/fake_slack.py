@@ -211,7 +211,12 @@ class FakeSlack:
         return f"{int(time.time())}.{next(self._ts):06d}"
 
     def send_message(
-        self, user: str, text: str, *, channel: str = "C0CHAN", thread_ts: str | None = None
+        self,
+        user: str,
+        text: str,
+        *,
+        channel: str = "C0CHAN",
+        thread_ts: str | None = None,
     ) -> str:
         """A person writes ``text`` (in a thread when ``thread_ts``); returns the message's ts
         once the bot acknowledged the envelope."""
@@ -224,7 +229,8 @@ class FakeSlack:
             "text": text,
             "ts": ts,
             "event_ts": ts,
-            "channel_type": "channel",
+            # Slack's channel ids say the kind: D a direct message, G private, C public
+            "channel_type": {"D": "im", "G": "group"}.get(channel[:1], "channel"),
             "team": TEAM,
         }
         if thread_ts:

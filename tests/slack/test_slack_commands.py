@@ -5,8 +5,6 @@ channel, thread, text)."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from tests.slack.conftest import ALLOWED
 from tests.slack.fake_slack import APP_TOKEN, BOT_TOKEN, FakeSlack
 
@@ -27,17 +25,21 @@ def test_a_user_not_on_the_allowlist_is_refused_and_logged(slack: FakeSlack, sta
     assert BOT_TOKEN not in bot.output() and APP_TOKEN not in bot.output()
 
 
-def test_an_unknown_command_is_answered_with_the_roles(
-    slack: FakeSlack, start_bot, tmp_path: Path
-) -> None:
+def test_an_unknown_command_is_answered_with_the_roles(slack: FakeSlack, start_bot) -> None:
     bot = start_bot()
-    ts = slack.send_message(ALLOWED, "please fix the invoice app")
+    ts = slack.send_message(ALLOWED, "please fix the invoice app", channel="D0DIRECT")
     post = slack.wait_post(ts, "is not a role")
     assert "'please' is not a role" in post.args["text"]
     assert "`developer`" in post.args["text"]
-    assert post.args["channel"] == "C0CHAN" and post.token == BOT_TOKEN
+    assert post.args["channel"] == "D0DIRECT" and post.token == BOT_TOKEN
+    # in a channel, talk that is not addressed to the bot gets nothing; a mention does
+    quiet = slack.send_message(ALLOWED, "lunch at noon?")
     ts2 = slack.send_message(ALLOWED, "<@U0BOT> developer")
     post2 = slack.wait_post(ts2, "needs a card")
-    assert "`developer`" in post2.args["text"]
+    assert "`developer`" in post2.args["text"] and post2.args["channel"] == "C0CHAN"
+    ts3 = slack.send_message(ALLOWED, "<@U0BOT> developer no-such-card.md")
+    post3 = slack.wait_post(ts3, "I cannot run that card")
+    assert "no-such-card.md" in post3.args["text"]
     assert bot.stop() == 130
-    assert len(slack.posts()) == 2
+    assert not slack.posts(quiet)
+    assert len(slack.posts()) == 3

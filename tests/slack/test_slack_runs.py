@@ -45,8 +45,10 @@ def test_a_run_from_slack_posts_progress_result_and_files_and_its_thread_chats(
             Turn.reply("At round 3 it started the app."),
             Turn.reply("Then it listed the windows."),
         )
+        runner = tmp_path / "runner.toml"  # the runs stay scripted; the chat's endpoint
+        runner.write_text(f'api_base = "{llm.api_base}"\n', encoding="utf-8")
         config = write_bot_config(
-            tmp_path, slack, chat_model="openai/fake-chat", chat_api_base=llm.api_base
+            tmp_path, slack, chat_model="openai/fake-chat", runner_config=str(runner)
         )
         chat_env = {"OPENAI_API_KEY": "sk-fake-key-for-the-test-0000"}
         bot = start_bot(config, **chat_env)
@@ -103,8 +105,8 @@ def test_a_run_from_slack_posts_progress_result_and_files_and_its_thread_chats(
             data = slack.uploads[entry["id"]]
             assert data.startswith(b"GIF8") or data.startswith(b"<!doctype html>")
         assert {k: sorted(v) for k, v in uploaded.items()} == {
-            ts1: ["report.html", "run.gif"],
-            ts2: ["report.html", "run.gif"],
+            ts1: ["board-report.html", "run.gif"],
+            ts2: ["board-report.html", "run.gif"],
         }
         reports = [d for d in slack.uploads.values() if d.startswith(b"<!doctype")]
         assert any(b"ConfirmDeleteDialog" in r for r in reports)
@@ -114,29 +116,84 @@ def test_a_run_from_slack_posts_progress_result_and_files_and_its_thread_chats(
         slack.send_message(ALLOWED, "What happened at round 3?", thread_ts=ts1)
         slack.wait_post(ts1, "At round 3 it started the app.")
         asked = llm.requests[0].body["messages"]
-        context = "\n".join(str(m.get("content")) for m in asked)
+        context = json.dumps(asked)  # the run's own calls are tool calls, results tool messages
         assert "Deleting an item should ask first" in context
-        assert "start_app" in context and "What happened at round 3?" in context
+        assert '"name": "start_app"' in context and "The app is running" in context
+        assert asked[-1] == {"role": "user", "content": "What happened at round 3?"}
 
         assert bot.stop() == 130
         bot = start_bot(config, **chat_env)  # a new process: nothing in memory
         slack.send_message(ALLOWED, "And after that?", thread_ts=ts1)
         slack.wait_post(ts1, "Then it listed the windows.")
-        again = [str(m.get("content")) for m in llm.requests[1].body["messages"]]
-        joined = "\n".join(again)
-        assert "Deleting an item should ask first" in joined  # the run's context, from SQLite
-        order = [
-            joined.index(s)
-            for s in (
-                "What happened at round 3?",
-                "At round 3 it started the app.",
-                "And after that?",
-            )
+        again = llm.requests[1].body["messages"]
+        assert again[-3:] == [
+            {"role": "user", "content": "What happened at round 3?"},
+            {"role": "assistant", "content": "At round 3 it started the app."},
+            {"role": "user", "content": "And after that?"},
         ]
-        assert order == sorted(order)
+        assert again[:-2] == asked  # the run's context and the first question, from SQLite
         assert len(llm.requests) == 2
         assert bot.stop() == 130
         for output in (bot.output(), out):
             assert BOT_TOKEN not in output and APP_TOKEN not in output
             assert chat_env["OPENAI_API_KEY"] not in output
         assert os.environ.get("SLACK_BOT_TOKEN") != BOT_TOKEN
+
+
+def test_a_bot_killed_mid_run_takes_up_its_thread_where_it_stopped(
+    tmp_path: Path, slack: FakeSlack, start_bot
+) -> None:
+    card = copy_card(tmp_path, "delete-asks-for-confirmation")
+    marker = tmp_path / "building"
+    code = (
+        f"import pathlib, time; p = pathlib.Path({str(marker)!r}); first = not p.exists(); "
+        "p.touch(); time.sleep(4 if first else 0)"
+    )
+    runner = tmp_path / "runner.toml"  # the build takes 4 s: the bot is killed inside it
+    runner.write_text(
+        f"[tools]\nbuild_command = {json.dumps([sys.executable, '-c', code])}\n",
+        encoding="utf-8",
+    )
+    config = write_bot_config(tmp_path, slack, runner_config=str(runner))
+    bot = start_bot(config)
+    ts = slack.send_message(ALLOWED, f"developer {card}")
+    slack.wait_post(ts, "queued, position 1")
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "loopkit.worker", "--name", "desk", "--config", str(runner)],
+        cwd=ROOT,
+        env=bot_env(tmp_path),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        slack.wait_for(marker.exists, "the run's build", timeout=240)
+        slack.wait_post(ts, "`stop_app`")  # what came before the build is in the thread
+        bot.process.kill()  # SIGKILL: no goodbye, nothing flushed
+        bot.process.wait(30)
+        before = len(slack.posts(ts))
+        start_bot(config)  # a new process takes the thread up from SQLite
+        result = slack.wait_post(ts, "RESULT: done", timeout=240)
+    finally:
+        worker.send_signal(signal.SIGTERM)
+        out, _ = worker.communicate(timeout=60)
+    assert worker.returncode == 130, out
+    slack.wait_for(
+        lambda: sum(c.method == "files.completeUploadExternal" for c in slack.calls) == 2,
+        "the report and the GIF",
+    )
+    posts = texts(slack, ts)
+    assert len(posts) > before + 1  # progress after the restart, then the result
+    assert posts[-1] == result.args["text"] and "24 rounds" in posts[-1]
+    # every tool call of the run is in the thread exactly once: nothing lost, nothing twice
+    log = next((tmp_path / "runs").glob("*/run.jsonl"))
+    tools = [json.loads(line) for line in log.read_text().splitlines()]
+    called = [e["data"]["name"] for e in tools if e["type"] == "tool"]
+    posted = [
+        line.split("`")[1]
+        for post in posts
+        for line in post.splitlines()
+        if line.startswith("• `") or line.startswith(":x: `")
+    ]
+    assert posted == called
+    assert sum("RESULT" in p for p in posts) == 1

@@ -14,7 +14,6 @@ import signal
 import sys
 from pathlib import Path
 
-from loopkit.abstractions.chat import ChatClient
 from loopkit.command_line import EXIT_BAD_INPUT, EXIT_INTERRUPTED, OneLineParser
 
 __all__ = ["main"]
@@ -49,40 +48,32 @@ def _logging(secrets: list[str]) -> logging.Logger:
 
 async def _serve(config_path: Path) -> int:
     from loopkit.cards import load_config
-    from loopkit_board.slack.chat import ThreadChat
+    from loopkit.demo.run import check_durable
     from loopkit_board.slack.config import load_bot_config, read_tokens
-    from loopkit_board.slack.runs import QueueRunBackend
-    from loopkit_board.slack.threads import ThreadStore
 
     config = load_bot_config(config_path)
     tokens = read_tokens()
     logger = _logging([tokens.bot, tokens.app])
     runner = load_config(config.runner_config)
-    from loopkit.demo.run import check_durable
-
     check_durable(runner)
-    sessions = config.sessions or runner.runs_dir / "slack.sqlite"
-    chat_model = config.chat_model or runner.model
-
-    def model() -> ChatClient:
-        from loopkit.providers.litellm import LiteLLMChatClient
-
-        if chat_model == "scripted":
-            raise ValueError("no chat model: set chat_model in the bot's config")
-        return LiteLLMChatClient(chat_model, api_base=config.chat_api_base)
+    data_dir = config.data_dir or runner.runs_dir
+    chat_model = config.chat_model or ("offline" if runner.scripted else runner.model)
 
     from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 
+    from loopkit_board.service import BoardService
     from loopkit_board.slack.bot import SlackBot
+    from loopkit_board.slack.threads import ThreadStore
 
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
-    async with QueueRunBackend(runner, config.cards_dir) as backend:
-        bot = SlackBot(
-            config, tokens, backend, ThreadStore(sessions), ThreadChat(sessions, model), logger
-        )
+    service = BoardService(
+        config.cards_dir, config=runner, data_dir=data_dir, chat_model=chat_model
+    )
+    async with service:
+        bot = SlackBot(config, tokens, service, ThreadStore(data_dir / "slack.sqlite"), logger)
         handler = AsyncSocketModeHandler(bot.app(), tokens.app)
         await handler.connect_async()
         taken = await bot.follow_unreported()

@@ -1,12 +1,16 @@
 """The Slack bot: commands in messages start card runs; their threads get the progress, the
 result, the report and the GIF, and answer questions about the run.
 
-slack-bolt in socket mode (the bot opens a WebSocket to Slack; nothing listens for Slack). A
-message ``<role> <card>`` from an allowed user queues a run (the queue hands it to a worker, one
-run at a time per desktop) and answers in its thread with the run's place in the queue; every
-``progress_interval`` seconds the thread gets the run's new tool calls and messages; at the end
-the result line and the run's HTML reports and GIFs. A later message in the thread is a question
-about the run, answered with the thread's persisted session.
+slack-bolt in socket mode (the bot opens a WebSocket to Slack; nothing listens for Slack). All
+it knows of cards, runs and chats comes from :class:`~loopkit_board.service.BoardService`, the
+web board's service too. A message ``<role> <card>`` from an allowed user queues a run (a worker
+takes it: one run at a time per desktop) and answers in its thread with the run's place in the
+queue; every ``progress_interval`` seconds the thread gets the run's new tool calls and messages;
+at the end the result line, the run's HTML report and its GIF. A later message in the thread is
+a question about the run, answered on the thread's persisted chat session.
+
+Messages the bot takes: every message in a direct message with it; in a channel, a message that
+starts with a mention of the bot or with a role, and replies in the threads of its runs.
 """
 
 from __future__ import annotations
@@ -14,19 +18,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from pathlib import Path
 from typing import Any
 
 from slack_bolt.app.async_app import AsyncApp
 from slack_sdk.web.async_client import AsyncWebClient
 
-from loopkit.errors import CardError, LoopkitError
-from loopkit_board.slack.chat import ThreadChat, run_context
+from loopkit.cards.card import Card
+from loopkit.errors import LoopkitError
+from loopkit_board.feed import RunEvent
+from loopkit_board.service import BoardService
 from loopkit_board.slack.commands import RunCommand, parse_command, roles_help
 from loopkit_board.slack.config import SlackBotConfig, SlackTokens
-from loopkit_board.slack.progress import LogFollower, format_events, result_line
-from loopkit_board.slack.report import run_files
-from loopkit_board.slack.runs import RunBackend, RunStatus
+from loopkit_board.slack.posts import PROBE_KINDS, format_events, place, result_line, run_files
 from loopkit_board.slack.threads import ThreadRun, ThreadStore
 
 __all__ = ["REFUSAL", "SlackBot"]
@@ -39,22 +42,20 @@ _PEOPLE_SUBTYPES = {None, "thread_broadcast"}
 
 
 class SlackBot:
-    """One bot: its settings, the runs, the thread store and the chat; :meth:`app` is the
-    bolt app, :meth:`follow_unreported` takes up the threads a restart left."""
+    """One bot: its settings, the board service, the thread store; :meth:`app` is the bolt app,
+    :meth:`follow_unreported` takes up the threads a restart left."""
 
     def __init__(
         self,
         config: SlackBotConfig,
         tokens: SlackTokens,
-        backend: RunBackend,
+        service: BoardService,
         threads: ThreadStore,
-        chat: ThreadChat,
         logger: logging.Logger | None = None,
     ) -> None:
         self.config = config
-        self.backend = backend
+        self.service = service
         self.threads = threads
-        self.chat = chat
         self.logger = logger or logging.getLogger("loopkit_board.slack")
         self.client = AsyncWebClient(token=tokens.bot, base_url=config.slack_api_url)
         self._allowed = frozenset(config.allowed_users)
@@ -66,52 +67,74 @@ class SlackBot:
         app.event("message")(self._on_message)
         return app
 
-    async def _on_message(self, event: dict[str, Any]) -> None:
+    async def _on_message(self, event: dict[str, Any], context: Any) -> None:
         if event.get("subtype") not in _PEOPLE_SUBTYPES or event.get("bot_id"):
             return
         user = str(event.get("user", ""))
         channel = str(event.get("channel", ""))
         ts = str(event.get("ts", ""))
         thread_ts = str(event.get("thread_ts") or ts)
+        text = str(event.get("text") or "")
+        thread = await self.threads.get(channel, thread_ts) if thread_ts != ts else None
+        if thread is None and not self._addressed(event, text, context):
+            return  # channel talk that is not for the bot
         if user not in self._allowed:
             self.logger.warning(
                 "refused a message from %s in %s: not on the allowlist", user, channel
             )
             await self._post(channel, thread_ts, REFUSAL)
             return
-        text = str(event.get("text") or "")
-        if thread_ts != ts:
-            thread = await self.threads.get(channel, thread_ts)
-            if thread is not None:
-                await self._answer(thread, text)
-                return
-        command = parse_command(text, self.backend.roles)
+        if thread is not None:
+            await self._answer(thread, text)
+            return
+        command = parse_command(text, self.service.roles)
         if not isinstance(command, RunCommand):
-            await self._post(channel, thread_ts, roles_help(self.backend.roles, command.reason))
+            await self._post(channel, thread_ts, roles_help(self.service.roles, command.reason))
             return
         await self._start(channel, thread_ts, user, command)
 
+    def _addressed(self, event: dict[str, Any], text: str, context: Any) -> bool:
+        if event.get("channel_type") == "im":
+            return True
+        bot_user = getattr(context, "bot_user_id", None)
+        if bot_user and text.lstrip().startswith(f"<@{bot_user}"):
+            return True
+        first = text.split(maxsplit=1)[0].lower() if text.split() else ""
+        return first in self.service.roles
+
     async def _start(self, channel: str, thread_ts: str, user: str, command: RunCommand) -> None:
         try:
-            started = await self.backend.start(command.role, command.card)
-        except (CardError, LoopkitError, OSError) as e:
+            card = await asyncio.to_thread(self._card, command.card)
+            queued = await self.service.enqueue(card, command.role)
+            record = await self.service.get_run(queued.run_id)
+        except (LoopkitError, OSError) as e:
             await self._post(channel, thread_ts, f"I cannot run that card: {e}")
             return
-        self.logger.info(
-            "run %s of %s (%s) for %s", started.run_id, started.card, command.role, user
-        )
-        await self.threads.add(channel, thread_ts, started.run_id, str(started.card))
-        status = await self.backend.status(started.run_id)
-        again = "" if started.created else " (this card already had a run; following it)"
-        where = _place(status)
+        title = await asyncio.to_thread(_title, card)
+        self.logger.info("run %s of %s (%s) for %s", queued.run_id, card, command.role, user)
+        await self.threads.add(channel, thread_ts, queued.run_id, str(card))
+        again = "" if queued.created else " (this card already had a run; following it)"
+        where = place(record.state if record else "queued", queued.position)
         await self._post(
             channel,
             thread_ts,
-            f"Run `{started.run_id}` of *{started.title}* as `{command.role}`{again}: {where}.",
+            f"Run `{queued.run_id}` of *{title}* as `{command.role}`{again}: {where}.",
         )
         thread = await self.threads.get(channel, thread_ts)
         if thread is not None:
-            self.follow(thread, status.position if status else None)
+            self.follow(thread, queued.position)
+
+    def _card(self, card: str) -> str:
+        """A card file's path or name as it is; a card's text written as a new card (its first
+        line the title)."""
+        if "\n" not in card:
+            try:
+                return str(self.service.card_path(card))
+            except LoopkitError:
+                if card.endswith(".md") and " " not in card:
+                    raise
+        title, _, body = card.strip().partition("\n")
+        return str(self.service.create_card(title.strip()[:120], body.strip() or title).path)
 
     def follow(self, thread: ThreadRun, position: int | None = None) -> None:
         """Post the run's progress in its thread until it ends (a task of this process)."""
@@ -136,70 +159,96 @@ class SlackBot:
                 await task
 
     async def _follow(self, thread: ThreadRun, position: int | None) -> None:
-        follower: LogFollower | None = None
+        pending: list[RunEvent] = []
+        end: list[RunEvent] = []
+        moves: list[int] = []
+        seen = 0  # log events of this subscription; the first `thread.posted` were posted
+        posted = thread.posted
+
+        async def read() -> None:
+            nonlocal seen, position
+            async for event in self.service.follow(thread.run_id):
+                if event.kind == "end":
+                    end.append(event)
+                    return
+                if event.kind == "queued":
+                    where = event.data.get("position")
+                    if isinstance(where, int) and where != position:
+                        position = where
+                        moves.append(where)
+                elif event.kind not in PROBE_KINDS:
+                    seen += 1
+                    if seen > posted:
+                        pending.append(event)
+
+        reader = asyncio.create_task(read())
         try:
             while True:
-                await asyncio.sleep(self.config.progress_interval)
-                status = await self.backend.status(thread.run_id)
-                if status is None:
-                    await self._post(thread.channel, thread.thread_ts, "The run is gone.")
-                    await self.threads.mark_reported(thread)
-                    return
-                if status.position is not None and status.position != position:
-                    position = status.position
-                    await self._post(thread.channel, thread.thread_ts, f"Now {_place(status)}.")
-                if status.log_path and follower is None:
-                    follower = LogFollower(Path(status.log_path), thread.log_offset)
-                if follower is not None:
-                    post = format_events(follower.read_new())
-                    if post:
-                        await self._post(thread.channel, thread.thread_ts, post)
-                        await self.threads.save_offset(thread, follower.offset)
-                if status.ended:
-                    await self._finish(thread, status)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(asyncio.shield(reader), self.config.progress_interval)
+                if moves:
+                    await self._post(
+                        thread.channel, thread.thread_ts, f"Now {place('queued', moves[-1])}."
+                    )
+                    moves.clear()
+                batch, pending[:] = list(pending), []
+                post = format_events(batch)
+                if post:
+                    await self._post(thread.channel, thread.thread_ts, post)
+                if batch:
+                    posted += len(batch)
+                    await self.threads.save_posted(thread, posted)
+                if reader.done():
+                    reader.result()  # its failure is this follower's
+                    if end:
+                        await self._finish(thread, end[0])
                     return
         except asyncio.CancelledError:
             raise
         except Exception:  # one thread's trouble must not stop the bot; the next start retries
             self.logger.exception("following run %s failed", thread.run_id)
+        finally:
+            reader.cancel()
 
-    async def _finish(self, thread: ThreadRun, status: RunStatus) -> None:
-        line = result_line(status.state, status.reason, status.rounds, status.tokens, status.commit)
+    async def _finish(self, thread: ThreadRun, end: RunEvent) -> None:
+        state = str(end.data.get("state"))
+        reason = end.data.get("reason")
+        record = await self.service.get_run(thread.run_id)
+        line = result_line(record, state, reason if isinstance(reason, str) else None)
         await self._post(thread.channel, thread.thread_ts, line)
-        if status.log_path:
-            log = Path(status.log_path)
-            for path in await asyncio.to_thread(run_files, log.parent, log, status):
-                await self.client.files_upload_v2(
-                    channel=thread.channel,
-                    thread_ts=thread.thread_ts,
-                    file=str(path),
-                    filename=path.name,
-                    title=f"{path.name} of run {status.run_id}",
-                )
+        for path in await run_files(self.service, thread.run_id):
+            await self.client.files_upload_v2(
+                channel=thread.channel,
+                thread_ts=thread.thread_ts,
+                file=str(path),
+                filename=path.name,
+                title=f"{path.name} of run {thread.run_id}",
+            )
         await self.threads.mark_reported(thread)
 
     async def _answer(self, thread: ThreadRun, question: str) -> None:
-        status = await self.backend.status(thread.run_id)
-        log = Path(status.log_path) if status and status.log_path else None
         try:
-            answer = await self.chat.answer(
-                thread.session_id, question, lambda: run_context(Path(thread.card), status, log)
-            )
+            pieces = [
+                piece
+                async for piece in self.service.ask(
+                    thread.run_id, question, session_id=thread.session_id
+                )
+            ]
+            answer = "".join(pieces).strip() or "(no answer)"
+        except LoopkitError as e:  # not started yet, an empty question: said in the thread
+            answer = str(e)
         except Exception as e:  # the model's trouble is said in the thread, not a traceback
             self.logger.warning("question in %s failed: %s", thread.session_id, e)
             answer = f"I could not answer: {e}"
-        await self._post(thread.channel, thread.thread_ts, answer or "(no answer)")
+        await self._post(thread.channel, thread.thread_ts, answer)
 
     async def _post(self, channel: str, thread_ts: str, text: str) -> None:
         await self.client.chat_postMessage(channel=channel, thread_ts=thread_ts, text=text)
 
 
-def _place(status: RunStatus | None) -> str:
-    if status is None:
-        return "queued"
-    if status.position is not None:
-        ahead = status.position - 1
-        return f"queued, position {status.position} ({ahead} run{'s' * (ahead != 1)} before it)"
-    if status.ended:
-        return f"already {status.state}"
-    return f"{status.state} on a worker"
+def _title(card: str) -> str:
+    """The card's title (its path when it cannot be read any more)."""
+    try:
+        return Card.load(card).title
+    except (LoopkitError, OSError):
+        return card

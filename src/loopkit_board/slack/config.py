@@ -4,9 +4,11 @@
 allowed_users = ["U012ABCDEF"]        # Slack user ids allowed to start runs and ask questions
 runner_config = "loopkit.toml"        # the card runs' settings (model, database, runs folder)
 cards_dir = "cards"                   # where a card given as text is written
-sessions = "runs/slack.sqlite"        # thread sessions (default: slack.sqlite in the runs folder)
+data_dir = "runs"                     # the threads' runs and chat sessions (default: the runs
+                                      # folder; the board's chats.sqlite, the bot's slack.sqlite)
 progress_interval = 4.0               # seconds between progress posts in a run's thread
-chat_model = "anthropic/claude-sonnet-4-5"   # answers questions in a thread (default: the runs')
+chat_model = "anthropic/claude-sonnet-4-5"   # answers questions in a thread (default: the
+                                      # runs' model; "offline" answers from the run log alone)
 ```
 
 The tokens are never in the file (nor in a log): ``SLACK_BOT_TOKEN`` (``xoxb-``) and
@@ -42,14 +44,13 @@ class SlackBotConfig(BaseModel):
     runner_config: Path | None = None
     #: Where a card given as text is written as a card file.
     cards_dir: Path = Path("cards")
-    #: The SQLite file of the threads' sessions; None: ``slack.sqlite`` in the runs folder.
-    sessions: Path | None = None
+    #: The folder of the bot's SQLite files (threads, chat sessions); None: the runs folder.
+    data_dir: Path | None = None
     #: Seconds between two progress posts in a run's thread.
     progress_interval: float = Field(default=4.0, gt=0)
-    #: The model answering questions in a thread (a litellm string); None: the runs' model.
+    #: The model answering questions in a thread (a litellm string, its endpoint the runner
+    #: config's ``api_base``); None: the runs' model (``offline`` when that is scripted).
     chat_model: str | None = None
-    #: An OpenAI-compatible server for ``chat_model`` (``openai/<name>`` models), if any.
-    chat_api_base: str | None = None
     #: Slack's Web API root; only tests change it (a fake Slack on 127.0.0.1).
     slack_api_url: str = "https://slack.com/api/"
 
@@ -64,7 +65,7 @@ class SlackBotConfig(BaseModel):
     def resolved(self, base: Path) -> SlackBotConfig:
         """The same settings with relative paths taken from ``base``."""
         update: dict[str, Path] = {}
-        for name in ("runner_config", "cards_dir", "sessions"):
+        for name in ("runner_config", "cards_dir", "data_dir"):
             value = getattr(self, name)
             if isinstance(value, Path) and not value.is_absolute():
                 update[name] = (base / value).resolve()

@@ -1,5 +1,5 @@
 """Which Slack thread follows which run, persisted: after a restart the bot goes on posting
-where it stopped (the run log's offset) and answers in the thread with the run's session.
+where it stopped (after the log events it posted) and answers in the thread with the run's session.
 
 One small table in the bot's SQLite file (the same file as the threads' sessions, in WAL mode).
 """
@@ -20,7 +20,7 @@ CREATE TABLE IF NOT EXISTS loopkit_slack_threads (
     thread_ts TEXT NOT NULL,
     run_id TEXT NOT NULL,
     card TEXT NOT NULL,
-    log_offset INTEGER NOT NULL DEFAULT 0,
+    posted INTEGER NOT NULL DEFAULT 0,
     reported INTEGER NOT NULL DEFAULT 0,
     created_at REAL NOT NULL,
     PRIMARY KEY (channel, thread_ts)
@@ -36,7 +36,8 @@ class ThreadRun:
     thread_ts: str
     run_id: str
     card: str
-    log_offset: int
+    #: How many of the run's log events were posted (a restart goes on after them).
+    posted: int
     reported: bool
 
     @property
@@ -83,7 +84,7 @@ class ThreadStore:
     async def get(self, channel: str, thread_ts: str) -> ThreadRun | None:
         """The run the thread follows, if any."""
         rows = await self._run(
-            "SELECT channel, thread_ts, run_id, card, log_offset, reported "
+            "SELECT channel, thread_ts, run_id, card, posted, reported "
             "FROM loopkit_slack_threads WHERE channel = ? AND thread_ts = ?",
             channel,
             thread_ts,
@@ -93,16 +94,16 @@ class ThreadStore:
     async def unreported(self) -> list[ThreadRun]:
         """The threads whose run's end is not posted yet, oldest first."""
         rows = await self._run(
-            "SELECT channel, thread_ts, run_id, card, log_offset, reported "
+            "SELECT channel, thread_ts, run_id, card, posted, reported "
             "FROM loopkit_slack_threads WHERE reported = 0 ORDER BY created_at"
         )
         return [_thread(row) for row in rows]
 
-    async def save_offset(self, thread: ThreadRun, offset: int) -> None:
-        """The run log was posted up to ``offset``."""
+    async def save_posted(self, thread: ThreadRun, posted: int) -> None:
+        """The run's first ``posted`` log events are in the thread."""
         await self._run(
-            "UPDATE loopkit_slack_threads SET log_offset = ? WHERE channel = ? AND thread_ts = ?",
-            offset,
+            "UPDATE loopkit_slack_threads SET posted = ? WHERE channel = ? AND thread_ts = ?",
+            posted,
             thread.channel,
             thread.thread_ts,
         )
