@@ -5,6 +5,8 @@ channel, thread, text)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from tests.slack.conftest import ALLOWED
 from tests.slack.fake_slack import APP_TOKEN, BOT_TOKEN, FakeSlack
 
@@ -25,7 +27,9 @@ def test_a_user_not_on_the_allowlist_is_refused_and_logged(slack: FakeSlack, sta
     assert BOT_TOKEN not in bot.output() and APP_TOKEN not in bot.output()
 
 
-def test_an_unknown_command_is_answered_with_the_roles(slack: FakeSlack, start_bot) -> None:
+def test_an_unknown_command_is_answered_with_the_roles(
+    slack: FakeSlack, start_bot, tmp_path: Path
+) -> None:
     bot = start_bot()
     ts = slack.send_message(ALLOWED, "please fix the invoice app", channel="D0DIRECT")
     post = slack.wait_post(ts, "is not a role")
@@ -40,6 +44,14 @@ def test_an_unknown_command_is_answered_with_the_roles(slack: FakeSlack, start_b
     ts3 = slack.send_message(ALLOWED, "<@U0BOT> developer no-such-card.md")
     post3 = slack.wait_post(ts3, "I cannot run that card")
     assert "no-such-card.md" in post3.args["text"]
+    # a card given as text is written as a card; the scripted model has no transcript for it,
+    # so it is refused, naming why, and the card is not left behind
+    ts4 = slack.send_message(
+        ALLOWED, "developer Totals in bold\nThe total label is bold.", channel="D0DIRECT"
+    )
+    post4 = slack.wait_post(ts4, "I cannot run that card")
+    assert "transcript" in post4.args["text"] and "totals-in-bold" in post4.args["text"]
+    assert not list((tmp_path / "cards").glob("*.md"))
     assert bot.stop() == 130
     assert not slack.posts(quiet)
-    assert len(slack.posts()) == 3
+    assert len(slack.posts()) == 4

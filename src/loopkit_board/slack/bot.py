@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from pathlib import Path
 from typing import Any
 
 from slack_bolt.app.async_app import AsyncApp
@@ -103,16 +104,19 @@ class SlackBot:
         return first in self.service.roles
 
     async def _start(self, channel: str, thread_ts: str, user: str, command: RunCommand) -> None:
+        created: Path | None = None
         try:
-            card = await asyncio.to_thread(self._card, command.card)
+            card, created = await asyncio.to_thread(self._card, command.card)
             queued = await self.service.enqueue(card, command.role)
-            record = await self.service.get_run(queued.run_id)
         except (LoopkitError, OSError) as e:
+            if created is not None:  # a card made from text that cannot run: not left behind
+                created.unlink(missing_ok=True)
             await self._post(channel, thread_ts, f"I cannot run that card: {e}")
             return
         title = await asyncio.to_thread(_title, card)
         self.logger.info("run %s of %s (%s) for %s", queued.run_id, card, command.role, user)
         await self.threads.add(channel, thread_ts, queued.run_id, str(card))
+        record = await self.service.get_run(queued.run_id)
         again = "" if queued.created else " (this card already had a run; following it)"
         where = place(record.state if record else "queued", queued.position)
         await self._post(
@@ -124,17 +128,18 @@ class SlackBot:
         if thread is not None:
             self.follow(thread, queued.position)
 
-    def _card(self, card: str) -> str:
-        """A card file's path or name as it is; a card's text written as a new card (its first
-        line the title)."""
+    def _card(self, card: str) -> tuple[str, Path | None]:
+        """A card file's path or name as it is; a card's text written as a new card in the
+        cards folder (its first line the title), returned as the second item too."""
         if "\n" not in card:
             try:
-                return str(self.service.card_path(card))
+                return str(self.service.card_path(card)), None
             except LoopkitError:
                 if card.endswith(".md") and " " not in card:
                     raise
         title, _, body = card.strip().partition("\n")
-        return str(self.service.create_card(title.strip()[:120], body.strip() or title).path)
+        path = self.service.create_card(title.strip()[:120], body.strip() or title).path
+        return str(path), Path(path)
 
     def follow(self, thread: ThreadRun, position: int | None = None) -> None:
         """Post the run's progress in its thread until it ends (a task of this process)."""
