@@ -264,6 +264,14 @@ class Board:
             return PlainTextResponse("there is no such run", status_code=404)
         return await self._enqueue(record.card, self.form(request).get("role"))
 
+    async def cancel(self, request: Request) -> Response:
+        run_id = request.path_params["run_id"]
+        try:
+            await self.service.cancel(run_id)
+        except BoardError as e:
+            return PlainTextResponse(f"not cancelled: {e}", status_code=400)
+        return RedirectResponse(f"/runs/{run_id}?message=Cancelled.", status_code=303)
+
     async def findings(self, request: Request) -> Response:
         return self.page(request, "findings.html", findings=await self.service.findings())
 
@@ -308,6 +316,7 @@ def create_app(
         Route("/runs/{run_id}/report", board.report, methods=["GET"]),
         Route("/runs/{run_id}/chat", board.chat, methods=["POST"]),
         Route("/runs/{run_id}/follow-up", board.follow_up, methods=["POST"]),
+        Route("/runs/{run_id}/cancel", board.cancel, methods=["POST"]),
         Route("/findings", board.findings, methods=["GET"]),
         Route("/static/board.js", board.script, methods=["GET"]),
     ]

@@ -11,7 +11,8 @@ the same conversation.
 Without a model key the board answers with :class:`RunLogAnswerer`, an offline model that reads
 the same context and answers from it (what happened at round N, how the run ended); it says so in
 its answers. With a model string (``anthropic/...``, ``openai/...``) the question goes to that
-model through litellm.
+model through litellm, the run's calls and results written out as text (the chat offers no
+tools, and some providers refuse tool calls whose tools are not declared).
 """
 
 from __future__ import annotations
@@ -31,7 +32,14 @@ from loopkit.abstractions.content import (
     TextContent,
 )
 
-__all__ = ["CHAT_INSTRUCTIONS", "RunLogAnswerer", "chat_model", "conversation_from_log"]
+__all__ = [
+    "CHAT_INSTRUCTIONS",
+    "RunLogAnswerer",
+    "as_plain_text",
+    "chat_model",
+    "conversation_from_log",
+    "is_offline",
+]
 
 CHAT_INSTRUCTIONS = (
     "You are looking back at a finished or running agent run: the conversation so far is that "
@@ -106,6 +114,29 @@ def conversation_from_log(card_prompt: str, log_path: Path) -> list[ChatMessage]
     return messages
 
 
+def as_plain_text(messages: Sequence[ChatMessage]) -> list[ChatMessage]:
+    """The same conversation with every call and result written out as text, user and
+    assistant turns alternating: a hosted model asked about the run is not offered the run's
+    tools, and some providers refuse tool calls in a history whose tools are not declared."""
+    out: list[ChatMessage] = []
+    for m in messages:
+        if m.role == ChatRole.TOOL:
+            lines = [f"[result of {r.call_id}{' (error)' if r.error else ''}]\n{r.result}"
+                     for r in m.function_results]  # fmt: skip
+            role, text = ChatRole.USER, "\n".join(lines)
+        elif m.function_calls:
+            calls = [f"[call {c.call_id}] {c.name}({json.dumps(c.arguments, ensure_ascii=False)})"
+                     for c in m.function_calls]  # fmt: skip
+            role, text = ChatRole.ASSISTANT, "\n".join([*([m.text] if m.text else []), *calls])
+        else:
+            role, text = m.role, m.text
+        if out and out[-1].role == role:  # two turns of one side in a row: one turn
+            text = f"{out[-1].text}\n\n{text}"
+            out.pop()
+        out.append(ChatMessage.from_text(role, text))
+    return out
+
+
 class RunLogAnswerer:
     """An offline model for the chat: it answers from the conversation it is sent (the run, then
     the questions), with no key and no network. "What happened at step 12?" describes round 12
@@ -171,10 +202,15 @@ class RunLogAnswerer:
         )
 
 
+def is_offline(model: str) -> bool:
+    """Whether ``model`` names the offline answerer."""
+    return model in ("offline", "scripted")
+
+
 def chat_model(model: str, *, api_base: str | None = None) -> ChatClient:
     """The chat's model: ``offline``/``scripted`` → :class:`RunLogAnswerer`, else a litellm
     model string."""
-    if model in ("offline", "scripted"):
+    if is_offline(model):
         return RunLogAnswerer()
     from loopkit.providers.litellm import LiteLLMChatClient
 

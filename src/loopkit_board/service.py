@@ -9,7 +9,7 @@ API (all of it; ``async`` methods need the service started: ``async with BoardSe
     service = BoardService(cards_dir, config=RunnerConfig(...), data_dir=None,
                            chat_model="offline")
     async with service:                                   # starts the durable runtime (DBOS)
-        service.roles                                     # ("developer", ...): the queue's roles
+        service.roles                                     # ("develop", "test", ...): default first
         service.default_role
         service.list_cards() -> list[CardEntry]           # name, path, title, state, category,
                                                           # body, text, error (unparseable: error)
@@ -19,6 +19,7 @@ API (all of it; ``async`` methods need the service started: ``async with BoardSe
         await service.enqueue(card, role=None) -> QueuedRun   # card: a name in the folder or a
                                                           # path; .run_id .created .position
         await service.queue_position(run_id) -> int | None    # 1 = next; None: not queued
+        await service.cancel(run_id) -> CardRunRecord     # a queued or running run
         await service.list_runs(limit=None) -> list[CardRunRecord]   # newest first
         await service.get_run(run_id) -> CardRunRecord | None
         await service.run_details(run_id) -> RunDetails | None  # record, prepared (card text,
@@ -159,14 +160,16 @@ class BoardService:
     # -- cards -------------------------------------------------------------------------------
     @property
     def roles(self) -> tuple[str, ...]:
-        """The roles a run can take (the queue's own list)."""
-        from loopkit.cards.durable import ROLES
+        """The roles a run can take (the default first), as the application knows them."""
+        from loopkit_board.roles import available_roles
 
-        return tuple(ROLES)
+        return available_roles(self.config)
 
     @property
     def default_role(self) -> str:
-        return self.roles[0]
+        from loopkit_board.roles import default_role
+
+        return default_role(self.config)
 
     def list_cards(self) -> list[CardEntry]:
         """Every card of the folder (an unparseable one with its ``error``)."""
@@ -213,22 +216,30 @@ class BoardService:
         or running run returns that run."""
         from loopkit.cards.durable import CardRunRequest
         from loopkit.cards.queue import enqueue_card_run
+        from loopkit_board.roles import RoleProblem, check_run
 
         path = self.card_path(card)
         role = role or self.default_role
-        if role not in self.roles:
-            raise BoardError(f"role {role!r}: the roles are {', '.join(self.roles)}")
         try:
             Card.load(path, max_bytes=self.config.max_card_bytes)
-            if self.config.scripted:
-                from loopkit.demo.run import check_model
-
-                check_model(self.config, path)
-            request = CardRunRequest.create(path, role=role, config=self.config)
-        except (CardError, ConfigError) as e:
+            config = check_run(self.config, path, role)
+            request = CardRunRequest.create(path, role=role, config=config)
+        except (CardError, ConfigError, RoleProblem) as e:
             raise BoardError(str(e)) from None
         done = await enqueue_card_run(self.runtime, request)
         return QueuedRun(done.run_id, done.created, await self.queue_position(done.run_id))
+
+    async def cancel(self, run_id: str) -> CardRunRecord:
+        """Cancel a queued or running run (its worker stops it within half a second; a card
+        it had set In Work becomes Failed); returns its record before. :class:`BoardError`
+        for an unknown or ended run."""
+        from loopkit.cards.queue import cancel_card_run
+        from loopkit.durable.errors import DurableError
+
+        try:
+            return await cancel_card_run(self.runtime, run_id)
+        except DurableError as e:
+            raise BoardError(str(e)) from None
 
     async def queue_positions(self) -> dict[str, int]:
         """Every queued card run's place (1 = next), oldest first."""
@@ -340,7 +351,13 @@ class BoardService:
         back piece by piece and is stored with the question."""
         from loopkit.agents import Agent, TextDelta
         from loopkit.cards.runner import CARD_PREFIX
-        from loopkit_board.chat import CHAT_INSTRUCTIONS, chat_model, conversation_from_log
+        from loopkit_board.chat import (
+            CHAT_INSTRUCTIONS,
+            as_plain_text,
+            chat_model,
+            conversation_from_log,
+            is_offline,
+        )
 
         if not question.strip():
             raise BoardError("the question is empty")
@@ -359,6 +376,8 @@ class BoardService:
                 seed = conversation_from_log(
                     CARD_PREFIX + prepared.card_text, Path(prepared.log_path)
                 )
+                if not is_offline(self.chat_model):
+                    seed = as_plain_text(seed)
                 await session.add_messages(seed)
                 await session.set_metadata({"run_id": run_id, "seeded": len(seed)})
             async for event in agent.run_stream(question, session=session):

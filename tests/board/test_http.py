@@ -173,6 +173,14 @@ def test_a_restart_loses_nothing(tmp_path: Path) -> None:
         again = client.post(f"/cards/{CARD}.md/run", data={"csrf": csrf})
         assert ids[0] in again.headers["location"]
         assert "already has a run" in unquote(again.headers["location"])
+        # cancel the first: the second moves up to place 1; an ended run cannot be cancelled
+        assert 'id="cancel-run"' in client.get(f"/runs/{ids[0]}").text
+        assert client.post(f"/runs/{ids[0]}/cancel", data={}).status_code == 403
+        cancelled = client.post(f"/runs/{ids[0]}/cancel", data={"csrf": csrf})
+        assert cancelled.status_code == 303
+        assert "place 1 in the queue" in client.get(f"/runs/{ids[1]}").text
+        twice = client.post(f"/runs/{ids[0]}/cancel", data={"csrf": csrf})
+        assert twice.status_code == 400 and "has ended (cancelled)" in twice.text
         client.close()
 
 
@@ -201,6 +209,17 @@ def test_bad_command_lines_are_refused(tmp_path: Path) -> None:
     )  # fmt: skip
     assert hashed.returncode == 0 and hashed.stdout.startswith("$argon2id$")
     assert "s3cret" not in hashed.stdout
+    port = board(*common, "--port", "99999")
+    assert port.returncode == 2 and "--port 99999" in port.stderr
+    no_cards = board(
+        "--cards", str(tmp_path / "nope"), "--accounts", str(tmp_path / "accounts.toml")
+    )
+    assert no_cards.returncode == 2 and "not a folder of card files" in no_cards.stderr
+    (tmp_path / "bad.toml").write_text("[accounts\n")
+    bad = board("--cards", str(tmp_path / "cards"), "--accounts", str(tmp_path / "bad.toml"))
+    assert bad.returncode == 2 and "not valid TOML" in bad.stderr
+    for done in (port, no_cards, bad, plain, no_accounts):
+        assert "Traceback" not in done.stderr
 
 
 def test_a_foreign_host_name_is_refused(tmp_path: Path) -> None:

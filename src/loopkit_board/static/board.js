@@ -33,6 +33,8 @@
       const li = document.createElement("li");
       li.className = ev.kind;
       li.dataset.seq = ev.seq;
+      li.dataset.time = ev.time || "";        // when the run wrote it (the run's local time)
+      li.dataset.received = Date.now();       // when this page got it
       li.textContent = describe(ev);
       timeline.appendChild(li);
       timeline.scrollTop = timeline.scrollHeight;
