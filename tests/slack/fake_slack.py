@@ -207,6 +207,21 @@ class FakeSlack:
                 self._sockets.remove(ws)
         return ws
 
+    def refresh(self) -> None:
+        """Ask the bot to reconnect, as Slack does every few hours: a ``disconnect`` message
+        (``refresh_requested``); the old socket is closed once the bot has a new one."""
+        self.wait_for(lambda: bool(self._sockets), "the bot's socket-mode connection")
+        old = self._sockets[-1]
+        before = self.connections
+        message = {
+            "type": "disconnect",
+            "reason": "refresh_requested",
+            "debug_info": {"host": "fake-slack"},
+        }
+        asyncio.run_coroutine_threadsafe(old.send_json(message), self._loop).result(10)
+        self.wait_for(lambda: self.connections > before, "the bot's new connection")
+        asyncio.run_coroutine_threadsafe(old.close(), self._loop).result(10)
+
     def next_ts(self) -> str:
         return f"{int(time.time())}.{next(self._ts):06d}"
 

@@ -44,6 +44,10 @@ def test_an_unknown_command_is_answered_with_the_roles(
     ts3 = slack.send_message(ALLOWED, "<@U0BOT> developer no-such-card.md")
     post3 = slack.wait_post(ts3, "I cannot run that card")
     assert "no-such-card.md" in post3.args["text"]
+    # Slack asks for a reconnect now and then: the bot opens a new socket and goes on
+    slack.refresh()
+    opened = [c for c in slack.calls if c.method == "apps.connections.open"]
+    assert len(opened) == 2 and all(c.token == APP_TOKEN for c in opened)
     # a card given as text is written as a card; the scripted model has no transcript for it,
     # so it is refused, naming why, and the card is not left behind
     ts4 = slack.send_message(

@@ -52,6 +52,8 @@ def test_a_run_from_slack_posts_progress_result_and_files_and_its_thread_chats(
         llm.enqueue(
             Turn.reply("At round 3 it started the app."),
             Turn.reply("Then it listed the windows."),
+            Turn.reply("First answer."),
+            Turn.reply("Second answer."),
         )
         runner = tmp_path / "runner.toml"  # the runs stay scripted; the chat's endpoint
         runner.write_text(f'api_base = "{llm.api_base}"\n', encoding="utf-8")
@@ -140,7 +142,20 @@ def test_a_run_from_slack_posts_progress_result_and_files_and_its_thread_chats(
             {"role": "user", "content": "And after that?"},
         ]
         assert again[:-2] == asked  # the run's context and the first question, from SQLite
-        assert len(llm.requests) == 2
+        # two questions at once in one thread: asked one after the other, the second with the
+        # first's answer (never two runs on one session at the same time)
+        slack.send_message(ALLOWED, "Which files changed?", thread_ts=ts1)
+        slack.send_message(ALLOWED, "Was it committed?", thread_ts=ts1)
+        slack.wait_post(ts1, "Second answer.")
+        third, fourth = (r.body["messages"] for r in llm.requests[2:4])
+        assert third[-1]["content"] in ("Which files changed?", "Was it committed?")
+        assert fourth[:-2] == third
+        assert fourth[-2] == {"role": "assistant", "content": "First answer."}
+        assert {third[-1]["content"], fourth[-1]["content"]} == {
+            "Which files changed?",
+            "Was it committed?",
+        }
+        assert len(llm.requests) == 4
         assert bot.stop() == 130
         for output in (bot.output(), out):
             assert BOT_TOKEN not in output and APP_TOKEN not in output
@@ -166,6 +181,10 @@ def test_a_bot_killed_mid_run_takes_up_its_thread_where_it_stopped(
     bot = start_bot(config)
     ts = slack.send_message(ALLOWED, f"developer {card}")
     slack.wait_post(ts, "queued, position 1")
+    bot.process.kill()  # killed while the run waits: a new bot posts its place again
+    bot.process.wait(30)
+    bot = start_bot(config)
+    slack.wait_post(ts, "Now queued, position 1")
     worker = subprocess.Popen(
         [sys.executable, "-m", "loopkit.worker", "--name", "desk", "--config", str(runner)],
         cwd=ROOT,

@@ -38,6 +38,9 @@ __all__ = ["REFUSAL", "SlackBot"]
 #: The answer to a user who is not on the allowlist.
 REFUSAL = "Sorry, you are not on this bot's list of allowed users; ask its admin to add you."
 
+#: A post's text is cut here (Slack truncates a message's text at 40,000 characters).
+MAX_TEXT = 39_000
+
 # Message subtypes that are people writing (everything else: edits, joins, bots, files).
 _PEOPLE_SUBTYPES = {None, "thread_broadcast"}
 
@@ -61,6 +64,8 @@ class SlackBot:
         self.client = AsyncWebClient(token=tokens.bot, base_url=config.slack_api_url)
         self._allowed = frozenset(config.allowed_users)
         self._followers: dict[str, asyncio.Task[None]] = {}
+        # One question at a time per thread: each answer is stored before the next is asked.
+        self._asking: dict[str, asyncio.Lock] = {}
 
     def app(self) -> AsyncApp:
         """The bolt app answering ``message`` events."""
@@ -232,6 +237,10 @@ class SlackBot:
         await self.threads.mark_reported(thread)
 
     async def _answer(self, thread: ThreadRun, question: str) -> None:
+        async with self._asking.setdefault(thread.session_id, asyncio.Lock()):
+            await self._answer_now(thread, question)
+
+    async def _answer_now(self, thread: ThreadRun, question: str) -> None:
         try:
             pieces = [
                 piece
@@ -248,6 +257,8 @@ class SlackBot:
         await self._post(thread.channel, thread.thread_ts, answer)
 
     async def _post(self, channel: str, thread_ts: str, text: str) -> None:
+        if len(text) > MAX_TEXT:  # Slack cuts a message's text at 40,000 characters
+            text = text[:MAX_TEXT] + "\n… (cut here; the rest is on the board)"
         await self.client.chat_postMessage(channel=channel, thread_ts=thread_ts, text=text)
 
 
