@@ -232,11 +232,13 @@ class FakeSlack:
         *,
         channel: str = "C0CHAN",
         thread_ts: str | None = None,
+        redeliver: str | None = None,
     ) -> str:
         """A person writes ``text`` (in a thread when ``thread_ts``); returns the message's ts
-        once the bot acknowledged the envelope."""
+        once the bot acknowledged the envelope. ``redeliver``: the ts of a message sent before,
+        delivered again as Slack retries an event (``retry_attempt`` 1, a new envelope)."""
         self.wait_for(lambda: bool(self._sockets), "the bot's socket-mode connection")
-        ts = self.next_ts()
+        ts = redeliver or self.next_ts()
         event: dict[str, Any] = {
             "type": "message",
             "channel": channel,
@@ -255,8 +257,8 @@ class FakeSlack:
             "envelope_id": envelope_id,
             "type": "events_api",
             "accepts_response_payload": False,
-            "retry_attempt": 0,
-            "retry_reason": "",
+            "retry_attempt": 1 if redeliver else 0,
+            "retry_reason": "timeout" if redeliver else "",
             "payload": {
                 "token": "verification-token-unused",
                 "team_id": TEAM,

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.slack.conftest import ALLOWED
+from tests.slack.conftest import ALLOWED, ROOT
 from tests.slack.fake_slack import APP_TOKEN, BOT_TOKEN, FakeSlack
 
 
@@ -59,3 +59,15 @@ def test_an_unknown_command_is_answered_with_the_roles(
     assert bot.stop() == 130
     assert not slack.posts(quiet)
     assert len(slack.posts()) == 4
+
+
+def test_a_redelivered_command_starts_one_run(slack: FakeSlack, start_bot, tmp_path: Path) -> None:
+    card = tmp_path / "delete-asks-for-confirmation.md"
+    card.write_bytes((ROOT / "examples/cards/delete-asks-for-confirmation.md").read_bytes())
+    bot = start_bot()
+    ts = slack.send_message(ALLOWED, f"developer {card}", channel="D0DIRECT")
+    first = slack.wait_post(ts, "queued, position 1")
+    slack.send_message(ALLOWED, f"developer {card}", channel="D0DIRECT", redeliver=ts)
+    slack.wait_for(lambda: f"ignored message {ts} in D0DIRECT" in bot.output(), "the log line")
+    assert bot.stop() == 130
+    assert [c.args["text"] for c in slack.posts(ts)] == [first.args["text"]]

@@ -38,6 +38,9 @@ __all__ = ["REFUSAL", "SlackBot"]
 #: The answer to a user who is not on the allowlist.
 REFUSAL = "Sorry, you are not on this bot's list of allowed users; ask its admin to add you."
 
+#: How many message ids the bot remembers to drop Slack's redeliveries (the runs' threads are
+#: also checked in the thread store, across restarts).
+SEEN_MESSAGES = 10_000
 #: A post's text is cut here (Slack truncates a message's text at 40,000 characters).
 MAX_TEXT = 39_000
 
@@ -64,6 +67,8 @@ class SlackBot:
         self.client = AsyncWebClient(token=tokens.bot, base_url=config.slack_api_url)
         self._allowed = frozenset(config.allowed_users)
         self._followers: dict[str, asyncio.Task[None]] = {}
+        # Messages taken in this process (Slack redelivers an event it thinks was not acked).
+        self._seen: dict[tuple[str, str], None] = {}
         # One question at a time per thread: each answer is stored before the next is asked.
         self._asking: dict[str, asyncio.Lock] = {}
 
@@ -84,6 +89,9 @@ class SlackBot:
         thread = await self.threads.get(channel, thread_ts) if thread_ts != ts else None
         if thread is None and not self._addressed(event, text, context):
             return  # channel talk that is not for the bot
+        if await self._redelivered(channel, ts, thread_ts):
+            self.logger.info("ignored message %s in %s: delivered again", ts, channel)
+            return
         if user not in self._allowed:
             self.logger.warning(
                 "refused a message from %s in %s: not on the allowlist", user, channel
@@ -98,6 +106,17 @@ class SlackBot:
             await self._post(channel, thread_ts, roles_help(self.service.roles, command.reason))
             return
         await self._start(channel, thread_ts, user, command)
+
+    async def _redelivered(self, channel: str, ts: str, thread_ts: str) -> bool:
+        """True for a message already taken (here, or by an earlier bot process when it
+        started a run)."""
+        key = (channel, ts)
+        if key in self._seen:
+            return True
+        self._seen[key] = None
+        if len(self._seen) > SEEN_MESSAGES:
+            del self._seen[next(iter(self._seen))]
+        return ts == thread_ts and await self.threads.get(channel, ts) is not None
 
     def _addressed(self, event: dict[str, Any], text: str, context: Any) -> bool:
         if event.get("channel_type") == "im":
