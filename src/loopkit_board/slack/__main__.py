@@ -31,6 +31,10 @@ class _RedactingFilter(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         record.msg = self.redactor.redact(record.getMessage())
         record.args = None
+        if record.exc_info:  # a traceback is text too: formatted here, redacted
+            text = logging.Formatter().formatException(record.exc_info)
+            record.exc_text = self.redactor.redact(text)
+            record.exc_info = None
         return True
 
 
