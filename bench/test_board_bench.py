@@ -8,7 +8,7 @@ page), over httpx's ASGI transport: no socket, so the time is the server's own. 
 
 | row | what runs |
 |---|---|
-| board, warm | ``GET /``: the folder listed again (500 ``stat`` calls; cards unchanged since the last request come from the cache) and the page rendered |
+| board, warm | ``GET /``: the folder listed again (500 ``stat`` calls; cards unchanged since the last request come from the cache), the queued and running runs read (one query of the durable runs' SQLite database) and the page rendered |
 | board, cold | the same, the first request after a start: every card read and parsed |
 | baseline: parse 500 cards | ``loopkit.cards.card.Card.load`` on each file, nothing else: the demo's card code, what a board without a cache pays before rendering anything |
 
@@ -50,14 +50,11 @@ def make_cards(folder: Path) -> None:
         (folder / f"card-{i:03}.md").write_text(text, encoding="utf-8")
 
 
-def board_app(cards: Path, data: Path) -> tuple[object, str]:
-    from loopkit.cards.config import RunnerConfig
+def board_app(service: object, data: Path) -> tuple[object, str]:
     from loopkit_board.app import create_app
     from loopkit_board.auth import Accounts, Signer
-    from loopkit_board.service import BoardService
 
-    service = BoardService(cards, config=RunnerConfig(runs_dir=data), data_dir=data)
-    app = create_app(service, Accounts({}, {}))
+    app = create_app(service, Accounts({}, {}))  # type: ignore[arg-type]
     cookie = Signer(data).sign(Signer.new_session("ann"))
     return app, cookie
 
@@ -78,8 +75,18 @@ def test_board_page_with_500_cards(tmp_path: Path) -> None:
     cards.mkdir()
     make_cards(cards)
 
+    from loopkit.cards.config import RunnerConfig
+    from loopkit_board.cards import CardFolder
+    from loopkit_board.service import BoardService
+
+    data = tmp_path / "data"
+
     async def main() -> dict[str, list[float]]:
-        app, cookie = board_app(cards, tmp_path / "data")
+        # one durable runtime a process: the service is started once (as the app's lifespan
+        # does); the board page asks it for the cards' queued and running runs
+        service = BoardService(cards, config=RunnerConfig(runs_dir=data), data_dir=data)
+        await service.start()
+        app, cookie = board_app(service, data)
         warm = httpx.AsyncClient(
             transport=httpx.ASGITransport(app=app),  # type: ignore[arg-type]
             base_url="http://127.0.0.1",
@@ -96,7 +103,8 @@ def test_board_page_with_500_cards(tmp_path: Path) -> None:
             await get(warm)
 
         async def board_cold() -> None:
-            fresh, fresh_cookie = board_app(cards, tmp_path / "data")
+            service.cards = CardFolder(cards)  # a fresh start: nothing cached
+            fresh, fresh_cookie = board_app(service, data)
             async with httpx.AsyncClient(
                 transport=httpx.ASGITransport(app=fresh),  # type: ignore[arg-type]
                 base_url="http://127.0.0.1",
@@ -126,6 +134,7 @@ def test_board_page_with_500_cards(tmp_path: Path) -> None:
             for name, fn in rows.items():
                 times[name].append(await timed(fn))
         await warm.aclose()
+        await service.stop()
         return times
 
     times = asyncio.run(main())

@@ -121,7 +121,15 @@ class Board:
         columns: dict[str, list[Any]] = {state: [] for state in _COLUMNS}
         for card in self.service.list_cards():
             columns.get(card.state, columns[CardState.NEW.value]).append(card)
-        return self.page(request, "board.html", columns=list(columns.items()))
+        active = await self.service.active_runs()
+        # Runs name their card by its resolved path: resolve the folder once, not 500 files.
+        folder = self.service.cards.folder.resolve()
+        runs = {
+            name: active[path]
+            for name in (c.name for cards in columns.values() for c in cards)
+            if (path := str(folder / name)) in active
+        }
+        return self.page(request, "board.html", columns=list(columns.items()), runs=runs)
 
     async def create_card(self, request: Request) -> Response:
         form = self.form(request)
@@ -209,8 +217,11 @@ class Board:
         run_id = request.path_params["run_id"]
         if await self.service.get_run(run_id) is None:
             return PlainTextResponse(f"there is no run {run_id!r}", status_code=404)
-        last = request.headers.get("last-event-id", "")
-        after = int(last) if last.isdigit() else -1
+        # The whole story at each (re)connection: a restarted board numbers its events anew,
+        # so a browser's Last-Event-ID is not honoured; the page redraws its timeline on open.
+        # A program that keeps its place within one board's life passes ?after=N.
+        given = request.query_params.get("after", "")
+        after = int(given) if given.isdigit() else -1
 
         async def events() -> AsyncIterator[dict[str, Any]]:
             async for event in self.service.follow(run_id, after):

@@ -19,6 +19,7 @@ API (all of it; ``async`` methods need the service started: ``async with BoardSe
         await service.enqueue(card, role=None) -> QueuedRun   # card: a name in the folder or a
                                                           # path; .run_id .created .position
         await service.queue_position(run_id) -> int | None    # 1 = next; None: not queued
+        await service.active_runs() -> dict[str, ActiveRun]  # card path -> queued/running run
         await service.cancel(run_id) -> CardRunRecord     # a queued or running run
         await service.list_runs(limit=None) -> list[CardRunRecord]   # newest first
         await service.get_run(run_id) -> CardRunRecord | None
@@ -49,6 +50,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from loopkit.abstractions.content import ChatMessage, ChatRole
 from loopkit.cards.card import Card
 from loopkit.cards.config import ConfigError, RunnerConfig
 from loopkit.errors import CardError, LoopkitError
@@ -57,11 +59,11 @@ from loopkit_board.cards import CardEntry, CardFolder
 from loopkit_board.feed import RunEvent, RunFeed
 
 if TYPE_CHECKING:
-    from loopkit.abstractions.content import ChatMessage
     from loopkit.cards.durable import CardRunRecord, PreparedRun
     from loopkit.durable.runtime import DurableRuntime
 
 __all__ = [
+    "ActiveRun",
     "BoardError",
     "BoardService",
     "CardEntry",
@@ -85,6 +87,15 @@ class QueuedRun:
 
     run_id: str
     created: bool
+    position: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class ActiveRun:
+    """A card's queued or running run: its id, state and place in the queue (when queued)."""
+
+    run_id: str
+    state: str
     position: int | None
 
 
@@ -241,6 +252,23 @@ class BoardService:
         except DurableError as e:
             raise BoardError(str(e)) from None
 
+    async def active_runs(self) -> dict[str, ActiveRun]:
+        """The queued and running card runs by card path (one query, no checkpoints read):
+        what the board shows on each card."""
+        from loopkit.cards.durable import CARD_RUN_WORKFLOW
+
+        found = await self.runtime.list_runs(
+            workflow=CARD_RUN_WORKFLOW, status=["ENQUEUED", "PENDING"], newest_first=False
+        )
+        positions = await self.queue_positions()
+        active: dict[str, ActiveRun] = {}
+        for run in found:
+            args = run.inputs.get("args") or []
+            card = args[0].get("card") if args and isinstance(args[0], dict) else None
+            if isinstance(card, str):
+                active[card] = ActiveRun(run.run_id, run.state, positions.get(run.run_id))
+        return active
+
     async def queue_positions(self) -> dict[str, int]:
         """Every queued card run's place (1 = next), oldest first."""
         from loopkit.cards.durable import CARD_RUN_WORKFLOW
@@ -371,25 +399,36 @@ class BoardService:
             instructions=CHAT_INSTRUCTIONS,
             max_rounds=1,
         )
+        run_text = conversation_from_log(CARD_PREFIX + prepared.card_text, Path(prepared.log_path))
         async with self._session(run_id, session_id) as session:
-            if not await session.get_messages(limit=1):
-                seed = conversation_from_log(
-                    CARD_PREFIX + prepared.card_text, Path(prepared.log_path)
-                )
+            meta = await session.get_metadata()
+            taken = int(meta.get("run_messages", 0))
+            if len(run_text) > taken:
+                # The run's messages the chat has not seen: all of it the first time, then what
+                # the run did since the last question (a run asked about while it runs).
+                new = run_text[taken:]
+                if taken:
+                    note = "[the run went on since the last question:]"
+                    new = [ChatMessage.from_text(ChatRole.USER, note), *new]
                 if not is_offline(self.chat_model):
-                    seed = as_plain_text(seed)
-                await session.add_messages(seed)
-                await session.set_metadata({"run_id": run_id, "seeded": len(seed)})
+                    new = as_plain_text(new)
+                stored = len(await session.get_messages())
+                await session.add_messages(new)
+                parts = [*meta.get("run_parts", []), [stored, stored + len(new)]]
+                await session.set_metadata(
+                    {"run_id": run_id, "run_messages": len(run_text), "run_parts": parts}
+                )
             async for event in agent.run_stream(question, session=session):
                 if isinstance(event, TextDelta):
                     yield event.text
 
     async def chat_history(self, run_id: str, session_id: str | None = None) -> list[ChatMessage]:
-        """The chat's questions and answers (the messages after the run's own)."""
+        """The chat's questions and answers (without the run's own messages)."""
         async with self._session(run_id, session_id) as session:
             meta = await session.get_metadata()
             messages: list[ChatMessage] = await session.get_messages()
-        return messages[int(meta.get("seeded", 0)) :]
+        run_own = {i for start, end in meta.get("run_parts", []) for i in range(start, end)}
+        return [m for i, m in enumerate(messages) if i not in run_own]
 
     # -- findings ----------------------------------------------------------------------------
     async def findings(self) -> list[dict[str, Any]]:

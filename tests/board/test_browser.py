@@ -104,6 +104,13 @@ def test_a_card_from_the_board_to_done_and_a_chat_about_it(tmp_path: Path) -> No
             assert "At round 3" in answer and "start_app" in answer
             shot(page, "chat")
             run_url = page.url.split("?")[0]
+            # run files: only from inside the run folder, never its repository
+            shot_src = page.get_attribute("img.shot", "src")
+            assert shot_src and page.request.get(board.url + shot_src).status == 200
+            files = run_url + "/files/"
+            for outside in ("..%2F..%2F..%2F..%2Fetc%2Fpasswd", "repo/.git/config",
+                            "%2Fetc%2Fpasswd", "repo%2Finvoice_app%2Fmain_window.py"):  # fmt: skip
+                assert page.request.get(files + outside).status == 404, outside
 
             page.goto(board.url + "/findings")
             assert page.locator("#findings").count() == 1

@@ -85,3 +85,32 @@ async def test_a_hosted_model_reads_the_run_as_text_and_the_chat_goes_on(
     assert [m.text for m in history] == [
         "what happened at step 1?", first, "and then?", second,
     ]  # fmt: skip
+
+
+async def test_a_run_asked_about_while_it_runs_is_seen_as_it_went_on(tmp_path: Path) -> None:
+    log = tmp_path / "run.jsonl"
+    log.write_text(
+        line("round", round=1, calls=["read_file"], text="Reading.")
+        + line("tool", name="read_file", arguments={"path": "a.py"}, result="A")
+        + line("round", round=2, calls=["start_app"], text="")  # its result not yet written
+    )
+    prepared = PreparedRun(
+        card_text="title: T", title="T", run_dir=str(tmp_path), repo=str(tmp_path / "repo"),
+        app_folder="invoice_app", log_path=str(log), base="0" * 40,
+    )  # fmt: skip
+    service = OneRun(prepared, cards_dir=tmp_path, config=RunnerConfig(runs_dir=tmp_path))
+    early = "".join([p async for p in service.ask("run-1", "what happened at step 2?")])
+    assert "there is no 2" in early  # round 2 had no result yet: not in the chat's context
+    with log.open("a") as f:
+        f.write(line("tool", name="start_app", arguments={}, result="The app is running"))
+        f.write(line("round", round=3, calls=[], text="RESULT: done"))
+        f.write(line("result", status="done", reason=None))
+    later = "".join([p async for p in service.ask("run-1", "what happened at step 2?")])
+    assert "At round 2" in later and "start_app({}) → The app is running" in later
+    outline = "".join([p async for p in service.ask("run-1", "how did it end?")])
+    assert "the run ended: done" in outline
+    history = [m.text for m in await service.chat_history("run-1")]
+    assert history == [
+        "what happened at step 2?", early, "what happened at step 2?", later,
+        "how did it end?", outline,
+    ]  # fmt: skip

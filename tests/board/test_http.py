@@ -6,6 +6,7 @@ A real ``python -m loopkit_board`` process on a free loopback port, a real durab
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -168,11 +169,24 @@ def test_a_restart_loses_nothing(tmp_path: Path) -> None:
         for run_id in ids:
             assert run_id[:12] in listing.text
         assert client.get(f"/runs/{ids[1]}").text.count("place 2 in the queue") == 1
-        assert 'data-card="kept.md"' in client.get("/").text
+        home = client.get("/").text
+        assert 'data-card="kept.md"' in home
+        # each queued card shows its run and its place on the board
+        assert f'data-run="{ids[0]}">queued · place 1 in the queue' in home
+        assert f'data-run="{ids[1]}">queued · place 2 in the queue' in home
         # the same card queued again is the same run (the queue deduplicates), not a third
         again = client.post(f"/cards/{CARD}.md/run", data={"csrf": csrf})
         assert ids[0] in again.headers["location"]
         assert "already has a run" in unquote(again.headers["location"])
+        # the events of a queued run, from the start (a Last-Event-ID of the board's earlier
+        # life is ignored: its numbering started anew), or after a given one
+        assert first_events(client, ids[1], {"last-event-id": "7"}) == [
+            (0, "queued", {"position": 2}),
+            (1, "state", {"state": "queued"}),
+        ]
+        assert first_events(client, ids[1], {}, "?after=0", count=1) == [
+            (1, "state", {"state": "queued"})
+        ]
         # cancel the first: the second moves up to place 1; an ended run cannot be cancelled
         assert 'id="cancel-run"' in client.get(f"/runs/{ids[0]}").text
         assert client.post(f"/runs/{ids[0]}/cancel", data={}).status_code == 403
@@ -182,6 +196,21 @@ def test_a_restart_loses_nothing(tmp_path: Path) -> None:
         twice = client.post(f"/runs/{ids[0]}/cancel", data={"csrf": csrf})
         assert twice.status_code == 400 and "has ended (cancelled)" in twice.text
         client.close()
+
+
+def first_events(
+    client: httpx.Client, run_id: str, headers: dict[str, str], query: str = "", count: int = 2
+) -> list[tuple[int, str, dict[str, object]]]:
+    got: list[tuple[int, str, dict[str, object]]] = []
+    with client.stream("GET", f"/runs/{run_id}/events{query}", headers=headers) as stream:
+        assert stream.headers["content-type"].startswith("text/event-stream")
+        for line in stream.iter_lines():
+            if line.startswith("data:"):
+                event = json.loads(line[5:])
+                got.append((event["seq"], event["kind"], event["data"]))
+                if len(got) == count:
+                    break
+    return got
 
 
 def test_bad_command_lines_are_refused(tmp_path: Path) -> None:

@@ -28,6 +28,8 @@
     const placeEl = document.getElementById("queue-place");
     let tokens = 0;
     const source = new EventSource("/runs/" + runId + "/events");
+    // Each (re)connection replays the run from its start (a restarted board too): redraw.
+    source.onopen = function () { timeline.textContent = ""; tokens = 0; };
     source.onmessage = function (msg) {
       const ev = JSON.parse(msg.data);
       const li = document.createElement("li");
