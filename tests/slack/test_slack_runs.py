@@ -230,3 +230,7 @@ def test_a_bot_killed_mid_run_takes_up_its_thread_where_it_stopped(
     ]
     assert posted == called
     assert sum("RESULT" in p for p in posts) == 1
+    # no chat model configured and scripted runs: the board's offline answerer reads the log
+    slack.send_message(ALLOWED, "What happened at step 10?", thread_ts=ts)
+    answer = slack.wait_post(ts, "offline answer from the run log")
+    assert "build_app" in answer.args["text"]
