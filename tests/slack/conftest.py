@@ -43,6 +43,7 @@ def write_bot_config(tmp_path: Path, slack: FakeSlack, **settings: object) -> Pa
         f'slack_api_url = "{slack.api_url}"',
         'cards_dir = "cards"',
         "progress_interval = 0.5",
+        "retry_interval = 0.5",
     ]
     for key, value in settings.items():
         lines.append(f"{key} = {value!r}".replace("'", '"'))

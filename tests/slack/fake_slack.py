@@ -73,6 +73,7 @@ class FakeSlack:
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
         self._runner: web.AppRunner | None = None
+        self._failures: dict[str, int] = {}
         self.port = 0
 
     # -- lifecycle ------------------------------------------------------------------------
@@ -119,7 +120,15 @@ class FakeSlack:
                 args.update(parse_qsl(raw.decode(), keep_blank_values=True))
         auth = request.headers.get("Authorization", "")
         token = auth.removeprefix("Bearer ") if auth.startswith("Bearer ") else args.get("token")
-        body = self._answer(method, token, args)
+        with self._lock:
+            failing = self._failures.get(method, 0) > 0
+            if failing:
+                self._failures[method] -= 1
+        body = (
+            {"ok": False, "error": "internal_error"}
+            if failing
+            else (self._answer(method, token, args))
+        )
         with self._lock:
             self.calls.append(Call(method, token, args, bool(body.get("ok"))))
             self._lock.notify_all()
@@ -206,6 +215,12 @@ class FakeSlack:
             with self._lock:
                 self._sockets.remove(ws)
         return ws
+
+    def fail_next(self, method: str, times: int) -> None:
+        """Answer the next ``times`` calls of ``method`` with ``internal_error``, as Slack does
+        when it has trouble of its own."""
+        with self._lock:
+            self._failures[method] = times
 
     def refresh(self) -> None:
         """Ask the bot to reconnect, as Slack does every few hours: a ``disconnect`` message

@@ -205,7 +205,8 @@ def test_a_bot_killed_mid_run_takes_up_its_thread_where_it_stopped(
         bot.process.kill()  # SIGKILL: no goodbye, nothing flushed
         bot.process.wait(30)
         before = len(slack.posts(ts))
-        start_bot(config)  # a new process takes the thread up from SQLite
+        slack.fail_next("chat.postMessage", 2)  # and Slack has trouble: the bot tries again
+        bot = start_bot(config)  # a new process takes the thread up from SQLite
         result = slack.wait_post(ts, "RESULT: done", timeout=240)
     finally:
         worker.send_signal(signal.SIGTERM)
@@ -230,6 +231,8 @@ def test_a_bot_killed_mid_run_takes_up_its_thread_where_it_stopped(
     ]
     assert posted == called
     assert sum("RESULT" in p for p in posts) == 1
+    failed = [c for c in slack.calls if c.method == "chat.postMessage" and not c.ok]
+    assert len(failed) == 2 and "trying again" in bot.output()
     # no chat model configured and scripted runs: the board's offline answerer reads the log
     slack.send_message(ALLOWED, "What happened at step 10?", thread_ts=ts)
     answer = slack.wait_post(ts, "offline answer from the run log")

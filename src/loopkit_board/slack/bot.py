@@ -167,7 +167,9 @@ class SlackBot:
 
     def follow(self, thread: ThreadRun, position: int | None = None) -> None:
         """Post the run's progress in its thread until it ends (a task of this process)."""
-        task = asyncio.create_task(self._follow(thread, position), name=f"follow {thread.run_id}")
+        task = asyncio.create_task(
+            self._keep_following(thread, position), name=f"follow {thread.run_id}"
+        )
         self._followers[thread.session_id] = task
         task.add_done_callback(lambda t: self._followers.pop(thread.session_id, None))
 
@@ -187,7 +189,18 @@ class SlackBot:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
 
-    async def _follow(self, thread: ThreadRun, position: int | None) -> None:
+    async def _keep_following(self, thread: ThreadRun, position: int | None) -> None:
+        """:meth:`_follow`, taken up again after a failure (Slack or the database away for a
+        while): from what the thread store says was posted, until the run's end is posted."""
+        while not await self._follow(thread, position):
+            await asyncio.sleep(self.config.retry_interval)
+            again = await self.threads.get(thread.channel, thread.thread_ts)
+            if again is None or again.reported or again.run_id != thread.run_id:
+                return
+            thread, position = again, None
+
+    async def _follow(self, thread: ThreadRun, position: int | None) -> bool:
+        """Post the run's progress, then its end; False when that failed half-way."""
         pending: list[RunEvent] = []
         end: list[RunEvent] = []
         moves: list[int] = []
@@ -231,11 +244,12 @@ class SlackBot:
                     reader.result()  # its failure is this follower's
                     if end:
                         await self._finish(thread, end[0])
-                    return
+                    return True
         except asyncio.CancelledError:
             raise
-        except Exception:  # one thread's trouble must not stop the bot; the next start retries
-            self.logger.exception("following run %s failed", thread.run_id)
+        except Exception:  # one thread's trouble must not stop the bot: tried again later
+            self.logger.exception("following run %s failed; trying again", thread.run_id)
+            return False
         finally:
             reader.cancel()
 

@@ -48,6 +48,8 @@ class SlackBotConfig(BaseModel):
     data_dir: Path | None = None
     #: Seconds between two progress posts in a run's thread.
     progress_interval: float = Field(default=4.0, gt=0)
+    #: Seconds before following a run is tried again when posting to Slack failed.
+    retry_interval: float = Field(default=10.0, gt=0)
     #: The model answering questions in a thread (a litellm string, its endpoint the runner
     #: config's ``api_base``); None: the runs' model (``offline`` when that is scripted).
     chat_model: str | None = None
