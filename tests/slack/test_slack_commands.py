@@ -5,9 +5,12 @@ channel, thread, text)."""
 
 from __future__ import annotations
 
+import re
+import subprocess
+import sys
 from pathlib import Path
 
-from tests.slack.conftest import ALLOWED, ROOT
+from tests.slack.conftest import ALLOWED, ROOT, bot_env
 from tests.slack.fake_slack import APP_TOKEN, BOT_TOKEN, FakeSlack
 
 
@@ -71,3 +74,27 @@ def test_a_redelivered_command_starts_one_run(slack: FakeSlack, start_bot, tmp_p
     slack.wait_for(lambda: f"ignored message {ts} in D0DIRECT" in bot.output(), "the log line")
     assert bot.stop() == 130
     assert [c.args["text"] for c in slack.posts(ts)] == [first.args["text"]]
+
+
+def test_a_run_whose_first_post_failed_is_still_followed(
+    slack: FakeSlack, start_bot, tmp_path: Path
+) -> None:
+    card = tmp_path / "delete-asks-for-confirmation.md"
+    card.write_bytes((ROOT / "examples/cards/delete-asks-for-confirmation.md").read_bytes())
+    bot = start_bot()
+    slack.fail_next("chat.postMessage", 1)  # Slack fails the "queued" answer
+    ts = slack.send_message(ALLOWED, f"developer {card}", channel="D0DIRECT")
+    slack.wait_for(lambda: "place failed" in bot.output(), "the failure in the log")
+    run_id = re.search(r"run (\w+) of ", bot.output()).group(1)  # type: ignore[union-attr]
+    cancelled = subprocess.run(
+        [sys.executable, "-m", "loopkit.runs", "cancel", run_id],
+        cwd=ROOT,
+        env=bot_env(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert cancelled.returncode == 0, cancelled.stderr
+    post = slack.wait_post(ts, "cancelled")  # the thread still got the run's end
+    assert post.args["channel"] == "D0DIRECT"
+    assert bot.stop() == 130

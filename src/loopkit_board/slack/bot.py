@@ -143,11 +143,14 @@ class SlackBot:
         record = await self.service.get_run(queued.run_id)
         again = "" if queued.created else " (this card already had a run; following it)"
         where = place(record.state if record else "queued", queued.position)
-        await self._post(
-            channel,
-            thread_ts,
-            f"Run `{queued.run_id}` of *{title}* as `{command.role}`{again}: {where}.",
-        )
+        try:
+            await self._post(
+                channel,
+                thread_ts,
+                f"Run `{queued.run_id}` of *{title}* as `{command.role}`{again}: {where}.",
+            )
+        except Exception as e:  # the run is queued all the same: its thread is still followed
+            self.logger.warning("posting run %s's place failed: %s", queued.run_id, e)
         thread = await self.threads.get(channel, thread_ts)
         if thread is not None:
             self.follow(thread, queued.position)
