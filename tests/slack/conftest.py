@@ -17,6 +17,18 @@ ROOT = Path(__file__).resolve().parents[2]
 ALLOWED = "U0ALICE"
 
 
+def _default_role() -> str:
+    from loopkit.cards.config import RunnerConfig
+    from loopkit_board.roles import available_roles
+
+    return available_roles(RunnerConfig())[0]
+
+
+#: The role the tests' commands use: the application's default one (``developer`` before the
+#: role catalog, ``develop`` with it).
+ROLE = _default_role()
+
+
 @pytest.fixture
 def slack() -> Iterator[FakeSlack]:
     with FakeSlack() as fake:

@@ -15,7 +15,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from tests.slack.conftest import ALLOWED, ROOT, BotProcess, bot_env, write_bot_config
+from tests.slack.conftest import ALLOWED, ROLE, ROOT, BotProcess, bot_env, write_bot_config
 from tests.slack.fake_slack import FakeSlack
 
 CARDS = (
@@ -47,7 +47,7 @@ def main() -> None:
                 card = tmp / f"{name}.md"
                 shutil.copy(ROOT / "examples" / "cards" / f"{name}.md", card)
                 sent = time.monotonic()
-                ts = slack.send_message(ALLOWED, f"developer {card}", channel="D0DM")
+                ts = slack.send_message(ALLOWED, f"{ROLE} {card}", channel="D0DM")
                 slack.wait_post(ts, "queued, position")
                 waits.append((time.monotonic() - sent) * 1000)
             print("run request, message to queued answer:", ", ".join(f"{w:.0f} ms" for w in waits))

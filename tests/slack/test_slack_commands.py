@@ -10,13 +10,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.slack.conftest import ALLOWED, ROOT, bot_env
+from tests.slack.conftest import ALLOWED, ROLE, ROOT, bot_env
 from tests.slack.fake_slack import APP_TOKEN, BOT_TOKEN, FakeSlack
 
 
 def test_a_user_not_on_the_allowlist_is_refused_and_logged(slack: FakeSlack, start_bot) -> None:
     bot = start_bot()
-    ts = slack.send_message("U0MALLORY", "developer examples/cards/delete-asks-for-confirmation.md")
+    ts = slack.send_message("U0MALLORY", f"{ROLE} examples/cards/delete-asks-for-confirmation.md")
     post = slack.wait_post(ts, "not on this bot's list of allowed users")
     assert post.token == BOT_TOKEN
     assert post.args["channel"] == "C0CHAN" and post.args["thread_ts"] == ts
@@ -37,14 +37,14 @@ def test_an_unknown_command_is_answered_with_the_roles(
     ts = slack.send_message(ALLOWED, "please fix the invoice app", channel="D0DIRECT")
     post = slack.wait_post(ts, "is not a role")
     assert "'please' is not a role" in post.args["text"]
-    assert "`developer`" in post.args["text"]
+    assert f"`{ROLE}`" in post.args["text"]
     assert post.args["channel"] == "D0DIRECT" and post.token == BOT_TOKEN
     # in a channel, talk that is not addressed to the bot gets nothing; a mention does
     quiet = slack.send_message(ALLOWED, "lunch at noon?")
-    ts2 = slack.send_message(ALLOWED, "<@U0BOT> developer")
+    ts2 = slack.send_message(ALLOWED, f"<@U0BOT> {ROLE}")
     post2 = slack.wait_post(ts2, "needs a card")
-    assert "`developer`" in post2.args["text"] and post2.args["channel"] == "C0CHAN"
-    ts3 = slack.send_message(ALLOWED, "<@U0BOT> developer no-such-card.md")
+    assert f"`{ROLE}`" in post2.args["text"] and post2.args["channel"] == "C0CHAN"
+    ts3 = slack.send_message(ALLOWED, f"<@U0BOT> {ROLE} no-such-card.md")
     post3 = slack.wait_post(ts3, "I cannot run that card")
     assert "no-such-card.md" in post3.args["text"]
     # Slack asks for a reconnect now and then: the bot opens a new socket and goes on
@@ -54,7 +54,7 @@ def test_an_unknown_command_is_answered_with_the_roles(
     # a card given as text is written as a card; the scripted model has no transcript for it,
     # so it is refused, naming why, and the card is not left behind
     ts4 = slack.send_message(
-        ALLOWED, "developer Totals in bold\nThe total label is bold.", channel="D0DIRECT"
+        ALLOWED, f"{ROLE} Totals in bold\nThe total label is bold.", channel="D0DIRECT"
     )
     post4 = slack.wait_post(ts4, "I cannot run that card")
     assert "transcript" in post4.args["text"] and "totals-in-bold" in post4.args["text"]
@@ -68,9 +68,9 @@ def test_a_redelivered_command_starts_one_run(slack: FakeSlack, start_bot, tmp_p
     card = tmp_path / "delete-asks-for-confirmation.md"
     card.write_bytes((ROOT / "examples/cards/delete-asks-for-confirmation.md").read_bytes())
     bot = start_bot()
-    ts = slack.send_message(ALLOWED, f"developer {card}", channel="D0DIRECT")
+    ts = slack.send_message(ALLOWED, f"{ROLE} {card}", channel="D0DIRECT")
     first = slack.wait_post(ts, "queued, position 1")
-    slack.send_message(ALLOWED, f"developer {card}", channel="D0DIRECT", redeliver=ts)
+    slack.send_message(ALLOWED, f"{ROLE} {card}", channel="D0DIRECT", redeliver=ts)
     slack.wait_for(lambda: f"ignored message {ts} in D0DIRECT" in bot.output(), "the log line")
     assert bot.stop() == 130
     assert [c.args["text"] for c in slack.posts(ts)] == [first.args["text"]]
@@ -83,7 +83,7 @@ def test_a_run_whose_first_post_failed_is_still_followed(
     card.write_bytes((ROOT / "examples/cards/delete-asks-for-confirmation.md").read_bytes())
     bot = start_bot()
     slack.fail_next("chat.postMessage", 1)  # Slack fails the "queued" answer
-    ts = slack.send_message(ALLOWED, f"developer {card}", channel="D0DIRECT")
+    ts = slack.send_message(ALLOWED, f"{ROLE} {card}", channel="D0DIRECT")
     slack.wait_for(lambda: "place failed" in bot.output(), "the failure in the log")
     run_id = re.search(r"run (\w+) of ", bot.output()).group(1)  # type: ignore[union-attr]
     cancelled = subprocess.run(

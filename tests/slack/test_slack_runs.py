@@ -25,7 +25,7 @@ import pytest
 
 from tests.demo.helpers import copy_card
 from tests.fakes.fake_llm_server import FakeLLMServer, Turn
-from tests.slack.conftest import ALLOWED, ROOT, bot_env, write_bot_config
+from tests.slack.conftest import ALLOWED, ROLE, ROOT, bot_env, write_bot_config
 from tests.slack.fake_slack import APP_TOKEN, BOT_TOKEN, FakeSlack
 
 pytest.importorskip("dbos")
@@ -63,10 +63,10 @@ def test_a_run_from_slack_posts_progress_result_and_files_and_its_thread_chats(
         chat_env = {"OPENAI_API_KEY": "sk-fake-key-for-the-test-0000"}
         bot = start_bot(config, **chat_env)
 
-        ts1 = slack.send_message(ALLOWED, f"developer {first}")
+        ts1 = slack.send_message(ALLOWED, f"{ROLE} {first}")
         queued1 = slack.wait_post(ts1, "queued, position 1")
         assert "*Deleting an item should ask first*" in queued1.args["text"]
-        ts2 = slack.send_message(ALLOWED, f"<@U0BOT> Developer {second}")
+        ts2 = slack.send_message(ALLOWED, f"<@U0BOT> {ROLE.capitalize()} {second}")
         slack.wait_post(ts2, "queued, position 2 (1 run before it)")
 
         worker = subprocess.Popen(
@@ -179,7 +179,7 @@ def test_a_bot_killed_mid_run_takes_up_its_thread_where_it_stopped(
     )
     config = write_bot_config(tmp_path, slack, runner_config=str(runner))
     bot = start_bot(config)
-    ts = slack.send_message(ALLOWED, f"developer {card}")
+    ts = slack.send_message(ALLOWED, f"{ROLE} {card}")
     slack.wait_post(ts, "queued, position 1")
     bot.process.kill()  # killed while the run waits: a new bot posts its place again
     bot.process.wait(30)
