@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pytest
 
+from loopkit.demo.run import bundled_transcripts
 from tests.demo.helpers import copy_card
 from tests.fakes.fake_llm_server import FakeLLMServer, Turn
 from tests.slack.conftest import ALLOWED, ROLE, ROOT, bot_env, write_bot_config
@@ -30,6 +31,11 @@ from tests.slack.fake_slack import APP_TOKEN, BOT_TOKEN, FakeSlack
 
 pytest.importorskip("dbos")
 pytestmark = [pytest.mark.integration, pytest.mark.ui]
+
+#: The delete card's develop run: one round per turn of its bundled transcript.
+DELETE_ROUNDS = len(
+    json.loads(bundled_transcripts()["delete-asks-for-confirmation"].read_text())["turns"]
+)
 
 
 def posted_count(tmp_path: Path) -> int:
@@ -86,7 +92,7 @@ def test_a_run_from_slack_posts_progress_result_and_files_and_its_thread_chats(
             worker.send_signal(signal.SIGTERM)
             out, _ = worker.communicate(timeout=60)
         assert worker.returncode == 130, out
-        assert "24 rounds" in result.args["text"] and "commit" in result.args["text"]
+        assert f"{DELETE_ROUNDS} rounds" in result.args["text"] and "commit" in result.args["text"]
         assert slack.calls.index(moved) < slack.calls.index(result)
         slack.wait_for(
             lambda: sum(c.method == "files.completeUploadExternal" for c in slack.calls) == 4,
@@ -218,7 +224,7 @@ def test_a_bot_killed_mid_run_takes_up_its_thread_where_it_stopped(
     )
     posts = texts(slack, ts)
     assert len(posts) > before + 1  # progress after the restart, then the result
-    assert posts[-1] == result.args["text"] and "24 rounds" in posts[-1]
+    assert posts[-1] == result.args["text"] and f"{DELETE_ROUNDS} rounds" in posts[-1]
     # every tool call of the run is in the thread exactly once: nothing lost, nothing twice
     log = next((tmp_path / "runs").glob("*/run.jsonl"))
     tools = [json.loads(line) for line in log.read_text().splitlines()]
