@@ -107,6 +107,10 @@ class TesterConfig(BaseModel):
     env_passthrough: list[str] = Field(
         default_factory=list, description="variables the runner inherits beyond the allowlist"
     )
+    run_log: Path | None = Field(
+        default=None,
+        description="the agent run's log (JSON lines): its subagent runs go in the report",
+    )
 
 
 class TesterTools:
@@ -437,6 +441,8 @@ class TesterTools:
                 )
             self.result.status = verdict
             self.result.notes.insert(0, f"verdict: {verdict}. {summary}")
+            if self.config.run_log is not None:
+                self.result.notes.extend(subagent_notes(self.config.run_log))
             self.config.report_dir.mkdir(parents=True, exist_ok=True)
             report = self.config.report_dir / "report.html"
             self.result.report = str(report.resolve())
@@ -464,6 +470,42 @@ class TesterTools:
             f"{len(failed)} failed, {len(self.result.unique_findings())} finding(s), "
             f"{len(self.regressions)} regression script(s))"
         )
+
+
+def subagent_notes(run_log: Path) -> list[str]:
+    """One report note per subagent run (an agent used as a tool) in ``run_log``: its name, its
+    run id, its rounds, tool calls and how it ended (``running`` while it has not)."""
+    children: dict[str, dict[str, Any]] = {}
+    ends: dict[str, dict[str, Any]] = {}
+    with contextlib.suppress(OSError), run_log.open(encoding="utf-8") as lines:
+        for line in lines:
+            try:
+                event = json.loads(line)
+            except ValueError:
+                continue  # a line still being written
+            if not isinstance(event, dict):
+                continue
+            data: dict[str, Any] = event["data"] if isinstance(event.get("data"), dict) else {}
+            if event.get("type") == "child_run" and data.get("child_run_id"):
+                children[str(data["child_run_id"])] = data
+            elif event.get("type") == "run_end" and event.get("parent_run_id"):
+                ends[str(event.get("run_id"))] = data
+    notes = []
+    for child_id, child in children.items():
+        end = ends.get(child_id)
+        if end is None:
+            how = "running"
+        else:
+            totals: dict[str, Any] = end["totals"] if isinstance(end.get("totals"), dict) else {}
+            how = (
+                f"{end.get('status', 'ended')}, {totals.get('rounds', '?')} rounds, "
+                f"{totals.get('tool_calls', '?')} tool calls"
+            )
+        notes.append(
+            f"subagent {child.get('name') or child.get('tool')} (tool {child.get('tool')}, "
+            f"child run {child_id}): {how}"
+        )
+    return notes
 
 
 def _one_line(what: str, text: str, limit: int) -> str:

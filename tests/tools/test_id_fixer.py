@@ -159,3 +159,36 @@ async def test_the_subagents_write_file_only_adds_lines(repo: Path) -> None:
             {"path": "app/panel.py", "content": fixed_panel()}
         )
     assert (repo / "app" / "panel.py").read_text() == fixed_panel()
+
+
+async def test_the_testers_report_lists_the_subagents_run(repo: Path, tmp_path: Path) -> None:
+    """The run log of a real child run, read by the tester's report: name, run id, totals."""
+    from loopkit_ui.tester_tools import TesterConfig, TesterTools
+
+    log_path = tmp_path / "run.jsonl"
+    config = ToolsConfig(root=repo, read_folders=["app"], write_folders=["app"], app_ready=None)
+    with RunLog(log_path) as log:
+        async with IdFixer(ScriptedChatClient(child_turns()), config, log=log) as fixer:
+            expect = {"error": False, "contains": ["NotesClearButton"]}
+            await parent(fixer.tools, log, expect).run("Fix the ids.")
+    lines = [json.loads(line) for line in log_path.read_text("utf-8").splitlines()]
+    [child_run] = [line for line in lines if line["type"] == "child_run"]
+    child_id = child_run["data"]["child_run_id"]
+
+    tester = TesterTools(
+        TesterConfig(
+            name="ids",
+            report_dir=tmp_path / "report",
+            database=tmp_path / "results.sqlite",
+            scripts_dir=tmp_path / "ui_tests",
+            runner_out=tmp_path / "ui-runs",
+            run_log=log_path,
+        )
+    )
+    tester.record_step("the Notes controls have ids", True)
+    tester.regressions.append({"status": "passed"})  # as write_regression_script records it
+    tester.write_test_report("passed", "Ids added by the subagent.")
+    html = (tmp_path / "report" / "report.html").read_text("utf-8")
+    assert f"child run {child_id}" in html
+    assert "subagent id_fixer (tool fix_missing_ids" in html
+    assert "4 rounds, 3 tool calls" in html  # the child's own totals, not the parent's

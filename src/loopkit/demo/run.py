@@ -420,7 +420,9 @@ def card_runner(
     if role.has("ui"):
         sources.append(MCPToolSource(ui_server_for(config, scratch.run_dir)))
     if role.has("tester"):
-        sources.append(tester or tester_tools(config, scratch, tools, scratch.repo.name))
+        sources.append(
+            tester or tester_tools(config, scratch, tools, scratch.repo.name, run_log=log.path)
+        )
     sources.append(StaticTools([reference_shelf(config).tool()]))
     context = GroupContext(
         config, role, scratch.repo, scratch.run_dir, scratch.app_folder, log, transcript
@@ -508,11 +510,15 @@ async def run_demo(
         tools = local_tools(config, scratch, role)
         memory = role_memory(config, scratch)
         message = take_message(memory, role, message, console)
-        tester = tester_tools(config, scratch, tools, card.title) if role.has("tester") else None
+        log_path = config.log or scratch.run_dir / "run.jsonl"
+        tester = (
+            tester_tools(config, scratch, tools, card.title, run_log=log_path)
+            if role.has("tester")
+            else None
+        )
     except (WorkspaceError, CardError, ConfigError, OSError) as e:
         console.print(f"[red]error:[/red] {escape(str(e))}")
         return 2
-    log_path = config.log or scratch.run_dir / "run.jsonl"
     base = scratch.head()
     with RunLog(log_path) as log:
         runner = card_runner(

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib
 import sys
+from pathlib import Path
 from typing import Any
 
 from loopkit.cards.config import ConfigError, RunnerConfig
@@ -57,11 +58,17 @@ def regression_app(app_command: list[str], app_cwd: str) -> dict[str, Any]:
 
 
 def tester_tools(
-    config: RunnerConfig, scratch: ScratchRepo, tools: ToolSource, name: str
+    config: RunnerConfig,
+    scratch: ScratchRepo,
+    tools: ToolSource,
+    name: str,
+    *,
+    run_log: Path | None = None,
 ) -> ToolSource:
     """The tester's tools of a run of the card ``name`` in ``scratch``: the report in the run's
     folder, regression scripts in the repository's ``ui_tests/``, findings in the runs folder's
-    database. ``tools`` are the run's local tools (their ``config`` says how the app starts)."""
+    database. ``tools`` are the run's local tools (their ``config`` says how the app starts);
+    ``run_log``: the run's log, whose subagent runs the report lists."""
     settings = getattr(tools, "config", None)
     if settings is None or not hasattr(settings, "app_command"):
         raise ConfigError(
@@ -84,6 +91,7 @@ def tester_tools(
         ui_output_dirs=[run_dir / "ui"],
         default_app=regression_app(list(settings.app_command), settings.app_cwd),
         default_oracles={"error_labels": ["ErrorLabel"]},
+        run_log=run_log,
     )
     source: ToolSource = module.TesterTools(tester_config)
     return source
