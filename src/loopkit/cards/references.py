@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Annotated
 
 from loopkit.abstractions.tools import FunctionTool, Tool, ToolError
+from loopkit.cards.markdown_folders import MarkdownFolders
 
 __all__ = ["REFERENCE_FOLDER", "ReferenceShelf"]
 
@@ -28,15 +29,12 @@ class ReferenceShelf:
     folder that has a name winning."""
 
     def __init__(self, folders: Sequence[str | Path]) -> None:
-        self.folders = [Path(f) for f in folders]
+        self._files = MarkdownFolders(folders, _NAME)
+        self.folders = self._files.folders
 
     def names(self) -> list[str]:
         """Every reference's name, sorted."""
-        found: set[str] = set()
-        for folder in self.folders:
-            if folder.is_dir():
-                found.update(p.stem for p in folder.glob("*.md") if _NAME.fullmatch(p.stem))
-        return sorted(found)
+        return self._files.names()
 
     def titles(self) -> dict[str, str]:
         """name -> the file's first heading (or its name)."""
@@ -49,11 +47,9 @@ class ReferenceShelf:
     def read(self, name: str) -> str:
         """The reference ``name``; a :class:`~loopkit.abstractions.ToolError` naming the
         available ones when there is none of that name."""
-        if isinstance(name, str) and _NAME.fullmatch(name.removesuffix(".md")):
-            for folder in self.folders:
-                path = folder / f"{name.removesuffix('.md')}.md"
-                if path.is_file():
-                    return path.read_bytes()[:_MAX_BYTES].decode("utf-8", errors="replace")
+        path = self._files.find(name.removesuffix(".md")) if isinstance(name, str) else None
+        if path is not None:
+            return path.read_bytes()[:_MAX_BYTES].decode("utf-8", errors="replace")
         raise ToolError(
             f"there is no reference {name!r}; the references are: {', '.join(self.names())}"
         )

@@ -34,6 +34,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from loopkit.cards.markdown_folders import MarkdownFolders
 from loopkit.errors import LoopkitError, describe_validation_error
 
 __all__ = [
@@ -248,23 +249,18 @@ class RoleCatalog:
     own folder before the bundled one). A folder that does not exist has no roles."""
 
     def __init__(self, folders: Sequence[str | Path]) -> None:
-        self.folders = [Path(f) for f in folders]
+        self._files = MarkdownFolders(folders, _NAME)
+        self.folders = self._files.folders
 
     def names(self) -> list[str]:
         """Every role's name, sorted."""
-        found: set[str] = set()
-        for folder in self.folders:
-            if folder.is_dir():
-                found.update(p.stem for p in folder.glob("*.md") if _NAME.fullmatch(p.stem))
-        return sorted(found)
+        return self._files.names()
 
     def path(self, name: str) -> Path:
         """The file of the role ``name``; :class:`RoleError` listing the roles if there is none."""
-        if _NAME.fullmatch(name):
-            for folder in self.folders:
-                candidate = folder / f"{name}.md"
-                if candidate.is_file():
-                    return candidate
+        found = self._files.find(name)
+        if found is not None:
+            return found
         available = ", ".join(self.names()) or "none"
         raise RoleError(f"unknown role {name!r}; the roles are: {available}")
 
