@@ -11,7 +11,8 @@
    node by node, with our D-Bus client and with libatspi (PyGObject), the usual way.
 4. On that 500-node tree, over MCP from the ``mcp`` SDK's client: ``ui_tree`` and click + diff,
    this server (the event-driven tree mirror) beside the server before it (the same commit as
-   the hand-written wire format, run from ``git archive``; it read the whole tree for each).
+   the hand-written wire format, run from ``git archive``; it read the whole tree for each);
+   and ``ui_missing_ids`` beside ``ui_tree``.
 
 Prints figures and ratios; asserts only that the work was really done. Run:
 ``.venv/bin/python -m pytest bench/test_ui_bench.py -s -q`` (or ``nox -s bench``).
@@ -279,6 +280,24 @@ def test_tree_snapshot_500_nodes(
             f"({libatspi_ms / nodes:.2f} ms/node, {libatspi_ms / bulk:.1f}x the bulk read)"
         )
     print("  target: ui_tree over MCP <= 60 ms for ~500 nodes")
+
+
+def test_missing_ids_500_nodes(ui: UIServerClient, big_invoice: int) -> None:
+    """ui_missing_ids beside ui_tree on the 500-node tree: both read the mirror; ui_missing_ids
+    also walks it for the controls without an id (the Notes panel's five, not the cells)."""
+    ms: dict[str, list[float]] = {"ui_tree": [], "ui_missing_ids": []}
+    for _ in range(SNAPSHOTS):
+        for name, values in ms.items():
+            answer = ui.call(name)
+            assert not answer.error, answer
+            values.append(answer.ms)
+    found = ui.call("ui_missing_ids").structured
+    assert found["count"] == 5 and found["checked"] == big_invoice, found
+    print(f"\n\nControls without an id, {big_invoice} nodes, over MCP ({SNAPSHOTS} calls each)")
+    for name, values in ms.items():
+        print(f"  {name:<15} {_stats(values)}")
+    tree, missing = (statistics.median(v) for v in ms.values())
+    print(f"  ui_missing_ids / ui_tree = {missing / tree:.2f}")
 
 
 def test_click_diff_500_nodes(

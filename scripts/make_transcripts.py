@@ -23,6 +23,7 @@ from typing import Any
 from loopkit.cards.config import DEFAULT_CORE_TOOLS, DEFAULT_DEFER_TOOLS
 from loopkit.middleware.tool_disclosure import LOAD_TOOLS, ToolDisclosure
 from loopkit_tools import ToolsConfig, page_lines
+from loopkit_ui.missing_ids import MissingId, id_task
 
 ROOT = Path(__file__).resolve().parents[1]
 APP = ROOT / "examples" / "invoice_app"
@@ -165,10 +166,78 @@ def _number_cell(text: str) -> QTableWidgetItem:
     return text
 
 
+#: The Notes panel's controls (gap 4) in tree order: attribute (None: the panel itself), new id.
+NOTES_IDS = [
+    (None, "NotesPanel"),
+    ("text_label", "NotesTextInputLabel"),
+    ("text_input", "NotesTextInput"),
+    ("count_label", "NotesCharacterCountLabel"),
+    ("clear_button", "NotesClearButton"),
+]
+
+
+def id_lines(attribute: str | None, ident: str) -> str:
+    """The two lines that give a control its id (CODING.md: the accessible id, same object name)."""
+    owner = "self" if attribute is None else f"self.{attribute}"
+    return (
+        f'        {owner}.setObjectName("{ident}")\n'
+        f'        {owner}.setAccessibleIdentifier("{ident}")\n'
+    )
+
+
+def fixed_notes() -> str:
+    """notes_panel.py with an id line pair after the line that creates each control."""
+    text = (APP / "notes_panel.py").read_text(encoding="utf-8")
+    anchors = {
+        None: '        super().__init__("Notes", parent)\n',
+        "text_label": '        self.text_label = QLabel("Note to the customer")\n',
+        "text_input": "        self.text_input = QPlainTextEdit()\n",
+        "count_label": "        self.count_label = QLabel()\n",
+        "clear_button": '        self.clear_button = QPushButton("Clear notes")\n',
+    }
+    for attribute, ident in NOTES_IDS:
+        anchor = anchors[attribute]
+        text = patch(text, anchor, anchor + id_lines(attribute, ident))
+    return text
+
+
+def notes_missing_ids() -> list[MissingId]:
+    """What ui_missing_ids reports for the Notes panel of the unfixed app."""
+    where = "#InvoiceWindow / #InvoicePanel / panel 'Notes'"
+    panel = MissingId(
+        role="panel",
+        name="Notes",
+        window="Invoice Editor",
+        parent="filler '' #InvoicePanel",
+        parent_id="InvoicePanel",
+        index=8,
+        path=where,
+    )
+    children = [
+        ("label", "Note to the customer", []),
+        ("text", "Note to the customer", ["editable"]),
+        ("label", "0 characters", []),
+        ("push button", "Clear notes", []),
+    ]
+    return [panel] + [
+        MissingId(
+            role=role,
+            name=name,
+            window="Invoice Editor",
+            parent="panel 'Notes'",
+            parent_id="InvoicePanel",
+            index=index,
+            path=f"{where} / {role} {name!r}",
+            states=states,
+        )
+        for index, (role, name, states) in enumerate(children)
+    ]
+
+
 # -- turns -----------------------------------------------------------------------------------
 
 
-def call(name: str, expect: dict[str, Any] | None = None, **arguments: Any) -> dict[str, Any]:
+def call(name: str, expect: dict[str, Any] | None = None, /, **arguments: Any) -> dict[str, Any]:
     c: dict[str, Any] = {"name": name, "arguments": arguments}
     if expect:
         c["expect"] = expect
@@ -310,19 +379,50 @@ def build_and_restart() -> list[dict[str, Any]]:
     ]
 
 
-def finish(title: str, body: str, file: str, summary: str) -> list[dict[str, Any]]:
+def finish(
+    title: str, body: str, file: str, summary: str, note: dict[str, Any] | None = None
+) -> list[dict[str, Any]]:
+    """Screenshot, stop, (a note,) commit, the RESULT. With a note the commit takes the note,
+    its topic file and the router along."""
+    committed = ok("1 file(s)", f"invoice_app/{file}")
+    noting = []
+    if note is not None:
+        noting = [turn(note, text="Keeping what I checked for the next run.")]
+        topic = note["arguments"]["topic"]
+        committed = ok("4 file(s)", f"invoice_app/{file}", "notes/README.md", f"notes/{topic}.md")
     return [
         turn(call("ui_screenshot", ok(".png"))),
         turn(call("stop_app", ok("no process of it is left"))),
-        turn(
-            call(
-                "git_commit",
-                ok("1 file(s)", f"invoice_app/{file}"),
-                message=f"card: {title}\n\n{body}",
-            ),
-        ),
+        *noting,
+        turn(call("git_commit", committed, message=f"card: {title}\n\n{body}")),
         {"text": f"{summary}\n\nRESULT: done"},
     ]
+
+
+# The note the delete card's develop run writes, and the document run finds by searching.
+DELETE_NOTE_TOPIC = "deleting-items"
+DELETE_NOTE_TITLE = "Delete an item with confirmation"
+DELETE_NOTE_PATH = "notes/deleting-items/delete-an-item-with-confirmation.md"
+DELETE_NOTE_STEPS = [
+    "Select the item's row in ItemsTable",
+    "Click Delete selected (DeleteSelectedButton): the dialog 'Delete item' "
+    "(ConfirmDeleteDialog) asks 'Delete the item \"<description>\"?'",
+    "No (ConfirmDeleteNoButton) keeps the row and the totals",
+    "Yes (ConfirmDeleteYesButton) removes the row and updates the totals",
+    "Without a selected row Delete selected does nothing",
+]
+
+
+def delete_note() -> dict[str, Any]:
+    return call(
+        "write_note",
+        ok(f"Wrote {DELETE_NOTE_PATH}", f"new topic {DELETE_NOTE_TOPIC!r}"),
+        kind="workflow",
+        topic=DELETE_NOTE_TOPIC,
+        title=DELETE_NOTE_TITLE,
+        steps=DELETE_NOTE_STEPS,
+        topic_description="deleting items of an invoice",
+    )
 
 
 def discount_card() -> dict[str, Any]:
@@ -427,7 +527,8 @@ def delete_card() -> dict[str, Any]:
             "main_window.py",
             "Delete selected now asks first in a dialog naming the item. Checked live: without a "
             "selection nothing happens, No keeps everything, Yes removes the row and updates the "
-            "totals.",
+            f"totals. The checked steps are in the note {DELETE_NOTE_PATH}.",
+            note=delete_note(),
         ),
     ]
     return {"description": f"Scripted run of the card '{title}'.", "turns": turns}
@@ -494,16 +595,237 @@ def validation_card() -> dict[str, Any]:
     return {"description": f"Scripted run of the card '{title}'.", "turns": turns}
 
 
+def id_fixer_child() -> dict[str, Any]:
+    """The id fixer's own run (the child run of fix_missing_ids): file tools only."""
+    main_window = (APP / "main_window.py").read_text(encoding="utf-8").splitlines()
+    identify = main_window.index(
+        "def _identify(widget: QWidget, ident: str, name: str | None = None) -> None:"
+    )
+    reply = "\n".join(
+        f"{m.role} {m.name!r} -> {ident} (invoice_app/notes_panel.py)"
+        for m, (_, ident) in zip(notes_missing_ids(), NOTES_IDS, strict=True)
+    )
+    turns = [
+        turn(
+            call("read_file", ok("Every control has an accessible id"), path="docs/CODING.md"),
+            call("list_files", ok("invoice_app/notes_panel.py"), folder="invoice_app"),
+            text="The coding rules first, then where the Notes panel is built.",
+        ),
+        turn(
+            call(
+                "read_file",
+                ok("class NotesPanel", "Clear notes"),
+                path="invoice_app/notes_panel.py",
+            )
+        ),
+        turn(
+            call(
+                "read_file",
+                ok("widget.setAccessibleIdentifier(ident)"),
+                path="invoice_app/main_window.py",
+                start_line=identify + 1,
+                max_lines=6,
+            ),
+            text="How the app sets ids: object name and accessible id, the same.",
+        ),
+        turn(
+            call(
+                "write_file",
+                ok("Wrote invoice_app/notes_panel.py"),
+                path="invoice_app/notes_panel.py",
+                content=fixed_notes(),
+            ),
+            text="Adding only the id lines, after the line that creates each control.",
+        ),
+        {"text": reply},
+    ]
+    return {"description": "Scripted run of the id fixer (the subagent) for the Notes panel.",
+            "turns": turns}  # fmt: skip
+
+
+def ids_card() -> dict[str, Any]:
+    title = "Every control has an accessible id"
+    missing = notes_missing_ids()
+    task = id_task(missing, len(missing))
+
+    def element(ident: str, role: str, name: str) -> dict[str, Any]:
+        return call(
+            "ui_get_element",
+            {"error": False, "json": {"id": ident, "role": role, "name": name}},
+            target=ident,
+        )
+
+    turns = [
+        turn(
+            call("list_files", ok("invoice_app/notes_panel.py"), folder="invoice_app"),
+            call("read_file", ok("Every control has an accessible id"), path="docs/CODING.md"),
+            call("read_router", ok("There are no notes yet")),
+            text="The files, the coding rules and the notes first.",
+        ),
+        turn(call("start_app", ok("The app is running")), text="Which controls lack an id?"),
+        turn(call("ui_missing_ids", ok("5 control(s) without an id", task))),
+        turn(
+            call("fix_missing_ids", ok(*(ident for _, ident in NOTES_IDS)), task=task),
+            text="Handing the task to the id fixer, as ui_missing_ids wrote it.",
+        ),
+        *build_and_restart(),
+        turn(call("ui_missing_ids", ok("Every control has an id"))),
+        turn(
+            *(
+                element(ident, m.role, m.name)
+                for m, (_, ident) in zip(missing, NOTES_IDS, strict=True)
+            ),
+            text="Each new id is in the live tree, on the right control.",
+        ),
+        turn(
+            call("ui_type_text", acted(), target="NotesTextInput", text="Due in 30 days"),
+            text_of("NotesCharacterCountLabel", "14 characters"),
+        ),
+        turn(
+            call("ui_click", acted(), target="NotesClearButton"),
+            text_of("NotesCharacterCountLabel", "0 characters"),
+            text="The ids work for automation: typed, counted, cleared.",
+        ),
+        turn(
+            call(
+                "write_note",
+                ok("Wrote notes/accessibility/", "new topic 'accessibility'"),
+                kind="workflow",
+                topic="accessibility",
+                title="Give controls without an id their ids",
+                steps=[
+                    "ui_missing_ids lists the controls without an id and writes the task",
+                    "fix_missing_ids adds the ids in the source (file tools only)",
+                    "stop_app, build_app, start_app",
+                    "ui_missing_ids finds none; ui_get_element finds each new id",
+                ],
+                topic_description="accessible ids (AutomationIds) of the app's controls",
+            ),
+        ),
+        turn(call("stop_app", ok("no process of it is left"))),
+        turn(
+            call(
+                "git_commit",
+                ok("invoice_app/notes_panel.py", "notes/accessibility.md"),
+                message=f"card: {title}\n\nThe Notes panel's five controls get accessible ids "
+                "(and the same object names) named from area, control type and purpose; no "
+                "other line changed. Verified live: ui_missing_ids finds none, each id is found "
+                "and the panel works through them.",
+            ),
+        ),
+        {
+            "text": "The id fixer added the five ids to notes_panel.py (only id lines). Checked "
+            "live: no control without an id is left, and each id names the right control."
+            "\n\nRESULT: done"
+        },
+    ]
+    return {"description": f"Scripted run of the card '{title}'.", "turns": turns}
+
+
+# -- other roles -----------------------------------------------------------------------------
+
+DELETE_DOC = """# Deleting items
+
+Delete selected removes items from the invoice, after asking you first.
+
+1. Click the row of the item in the items table.
+2. Click **Delete selected**. A dialog titled **Delete item** asks:
+   *Delete the item "Consulting"?* (with the description of your item).
+3. Click **No** to keep the item: the table and the totals stay as they were.
+   Click **Yes** to delete it: the row goes and the subtotal and total are updated.
+
+Without a selected row, Delete selected does nothing.
+"""
+
+
+def delete_document() -> dict[str, Any]:
+    """The document role on the delete card, in the repository of its develop run: memory
+    first (the router, a search that must rank the develop run's note first), the feature
+    checked live, the page written and committed, the note and the rule cited."""
+    title = "Deleting an item should ask first"
+    dialog = "ConfirmDeleteDialog"
+    turns = [
+        turn(call("read_router", ok(DELETE_NOTE_TOPIC)), text="Memory first: the notes' router."),
+        turn(
+            call(
+                "search_notes",
+                ok(f"1. {DELETE_NOTE_PATH} [workflow, {DELETE_NOTE_TOPIC}]"),
+                symptom="delete an item with confirmation",
+            )
+        ),
+        turn(call("read_note", ok("ConfirmDeleteDialog", "## Steps"), path=DELETE_NOTE_PATH)),
+        turn(
+            call("list_files", ok("docs/CODING.md"), folder="docs"),
+            text="No user page about deleting yet.",
+        ),
+        turn(call("start_app", ok("The app is running")), text="Checking the steps live."),
+        turn(call("ui_click", acted(), target="ItemsTable", row=0, column=0)),
+        turn(
+            call(
+                "ui_click",
+                acted(active_dialog=f"Delete item #{dialog}"),
+                target="DeleteSelectedButton",
+                expect_appear=[dialog],
+            )
+        ),
+        turn(
+            text_of("ConfirmDeleteText", 'Delete the item "Consulting"?'),
+            text_of("ConfirmDeleteYesButton", "Yes"),
+            text_of("ConfirmDeleteNoButton", "No"),
+        ),
+        turn(call("ui_click", acted(), target="ConfirmDeleteNoButton", expect_disappear=[dialog])),
+        turn(call("ui_get_cell", ok("Consulting"), table="ItemsTable", row=0, column=0)),
+        turn(call("stop_app", ok("no process of it is left"))),
+        turn(
+            call(
+                "write_file",
+                ok("Wrote docs/deleting-items.md"),
+                path="docs/deleting-items.md",
+                content=DELETE_DOC,
+            ),
+            text="Writing the page in the words the app shows.",
+        ),
+        turn(
+            call(
+                "git_commit",
+                ok("docs/deleting-items.md"),
+                message=f"card: {title} (documentation)\n\nA user page for deleting items, "
+                "checked in the running app.",
+            )
+        ),
+        {
+            "text": "Wrote docs/deleting-items.md: how to delete an item and what the "
+            "confirmation dialog asks, checked in the running app (No keeps the row). The steps "
+            f"came from the note {DELETE_NOTE_PATH}, found by search_notes. Applied rules: 1."
+            "\n\nRESULT: done"
+        },
+    ]
+    return {"description": f"Scripted document run of the card '{title}'.", "turns": turns}
+
+
+#: Transcript files under src/loopkit/demo/transcripts/: ``<card>`` for the develop role,
+#: ``<role>/<card>`` for the others.
 TRANSCRIPTS = {
     "total-ignores-the-discount": discount_card,
     "delete-asks-for-confirmation": delete_card,
     "validate-quantity-and-price": validation_card,
+    "document/delete-asks-for-confirmation": delete_document,
+    "every-control-has-an-accessible-id": ids_card,
+    # A subagent's transcript lies in a folder named after its tool group, beside the main one.
+    "id_fixer/every-control-has-an-accessible-id": id_fixer_child,
 }
+# The test role's transcripts are built in their own module (it uses the helpers above).
+from tester_transcripts import TEST_TRANSCRIPTS  # noqa: E402
+
+TRANSCRIPTS.update({f"test/{name}": make for name, make in TEST_TRANSCRIPTS.items()})
 
 
 #: The (core_tools, defer_tools) of a transcript's run (the card runner's settings); a
 #: transcript played under another role or config with its own sets is listed here with them.
-DISCLOSURE: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {}
+DISCLOSURE: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    # The id fixer's child run is offered its file tools on every request (no disclosure).
+    "id_fixer/every-control-has-an-accessible-id": ((), ()),
+}
 
 
 def load_deferred_tools(
@@ -550,6 +872,7 @@ def main() -> int:
             if not target.exists() or target.read_text(encoding="utf-8") != text:
                 stale.append(target)
         else:
+            target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(text, encoding="utf-8")
             print(f"wrote {target.relative_to(ROOT)}")
     for target in stale:

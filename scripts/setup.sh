@@ -6,7 +6,8 @@
 #   scripts/setup.sh           what the demo needs
 #   scripts/setup.sh --tests   also what only the tests need (PostgreSQL, for SQLAlchemySession;
 #                              ffmpeg, for the UI server's video recording; the MCP TypeScript
-#                              SDK from npm, the outside client of tests/ui/outside_client)
+#                              SDK from npm, the outside client of tests/ui/outside_client;
+#                              chromium, the board's browser tests)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -30,8 +31,9 @@ DEBIAN_PACKAGES=(
   libdbus-1-3 fonts-dejavu-core rsyslog
 )
 # Only the tests: a real PostgreSQL server (the suite starts a private cluster in a temp folder),
-# ffmpeg (the UI server records the desktop with it; the demo never records).
-TEST_DEBIAN_PACKAGES=(postgresql ffmpeg)
+# ffmpeg (the UI server records the desktop with it; the demo never records), chromium (the
+# board's browser tests drive it with Playwright: Playwright's own browser download is not used).
+TEST_DEBIAN_PACKAGES=(postgresql ffmpeg chromium)
 if ((TESTS)); then DEBIAN_PACKAGES+=("${TEST_DEBIAN_PACKAGES[@]}"); fi
 
 say() { printf '\033[1m[setup]\033[0m %s\n' "$*"; }

@@ -28,6 +28,7 @@ from PySide6.QtWidgets import (
 )
 
 from .model import Invoice, Item, format_money, format_number, parse_number, sample_invoice
+from .notes_panel import NotesPanel
 from .storage import load_invoice, save_invoice
 
 WINDOW_TITLE = "Invoice Editor"
@@ -103,9 +104,11 @@ class MainWindow(QMainWindow):
         self.error_label.setStyleSheet("color: #b00020;")
         self.error_label.hide()
 
+        self.notes_panel = NotesPanel()  # gap 4: its controls have no ids
+
         self._build_layout(discount_label, file_label)
         self.set_invoice(sample_invoice())
-        self.resize(640, 480)
+        self.resize(640, 600)
 
     def _build_items_menu(self) -> QMenu:
         """The items table's context menu: Duplicate item, Delete item, Select All."""
@@ -156,6 +159,7 @@ class MainWindow(QMainWindow):
         layout.addLayout(discount)
         for label in (self.subtotal_label, self.discount_amount_label, self.total_label):
             layout.addWidget(label)
+        layout.addWidget(self.notes_panel)
         layout.addLayout(file_row)
         layout.addWidget(self.status_label)
         layout.addWidget(self.error_label)

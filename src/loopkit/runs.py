@@ -51,7 +51,15 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     enqueue.add_argument(
         "cards", type=Path, nargs="+", metavar="CARD", help="a card file (Markdown, front matter)"
     )
-    enqueue.add_argument("--role", default="developer", help="the role (default: developer)")
+    enqueue.add_argument(
+        "--role",
+        default="develop",
+        help="the role: develop (the default), test, document or one of your own (roles_dir)",
+    )
+    enqueue.add_argument(
+        "--repo", type=Path, help="run in the repository of an earlier run (its 'repository')"
+    )
+    enqueue.add_argument("--message", help="a message with the card ('remember ...': a rule)")
     enqueue.add_argument("--model", help="the model (default: the config's, else scripted)")
     listing = commands.add_parser("list", help="the card runs, newest first")
     listing.add_argument("--state", choices=STATES, help="only runs in this state")
@@ -86,7 +94,9 @@ async def _enqueue(runtime: DurableRuntime, config: RunnerConfig, args: argparse
     from loopkit.cards.queue import enqueue_card_run
 
     for card in args.cards:
-        request = CardRunRequest.create(card, role=args.role, config=config)
+        request = CardRunRequest.create(
+            card, role=args.role, config=config, repo=args.repo, message=args.message
+        )
         done = await enqueue_card_run(runtime, request)
         if not done.created:
             print(
@@ -164,7 +174,9 @@ def main(argv: list[str] | None = None) -> int:
     """The command line; returns the exit status."""
     args = parse_args(argv)
     from loopkit.cards import ConfigError, load_config
+    from loopkit.cards.roles import RoleError
     from loopkit.demo.run import check_durable
+    from loopkit.demo.workspace import WorkspaceError
     from loopkit.errors import CardError
 
     try:
@@ -175,17 +187,21 @@ def main(argv: list[str] | None = None) -> int:
         check_durable(config)
         if args.command == "enqueue":
             from loopkit.cards.card import Card
-            from loopkit.cards.durable import ROLES
+            from loopkit.demo.role_tools import check_message, find_role, with_role_limits
+            from loopkit.demo.workspace import check_earlier_repo
 
-            if args.role not in ROLES:
-                raise ConfigError(f"--role {args.role!r}: the roles are {', '.join(ROLES)}")
+            role = find_role(config, args.role)  # unknown: one line naming the roles
+            check_message(args.message)
+            config = with_role_limits(config, role)
+            if args.repo is not None:
+                check_earlier_repo(args.repo, config.app_source.name)
             for card in args.cards:  # every one a card, before any is queued
                 Card.load(card, max_bytes=config.max_card_bytes)
                 if config.scripted:  # its transcript exists (a real model's key is the worker's)
                     from loopkit.demo.run import check_model
 
-                    check_model(config, card)
-    except (ConfigError, CardError) as e:
+                    check_model(config, card, role.name)
+    except (ConfigError, CardError, RoleError, WorkspaceError) as e:
         return _error(str(e))
     from loopkit.demo.durable import database_for
 

@@ -3,7 +3,9 @@
 There is no shell: the model gets ``list_files``, ``read_file``, ``write_file``, ``build_app``,
 ``start_app``, ``stop_app``, ``git_commit`` (and ``run_tests`` when configured), each checked by
 the :class:`WorkspaceGuard`. See docs/tools.md and docs/security.md. The agent's memory (notes,
-search, feedback rules, glossary) is :class:`MemoryTools` (docs/memory.md).
+search, feedback rules, glossary) is :class:`MemoryTools` (docs/memory.md); the id fixer, a
+subagent with the file tools only that adds missing accessible ids, is :class:`IdFixer`
+(docs/roles.md).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ __all__ = [
     "GitCommitter",
     "Glossary",
     "GlossaryFiles",
+    "IdFixer",
     "LocalTools",
     "MemoryTools",
     "Note",
@@ -55,6 +58,7 @@ _EXPORTS: dict[str, str] = {
     "FeedbackRules": "loopkit_tools.memory",
     "Glossary": "loopkit_tools.memory",
     "GlossaryFiles": "loopkit_tools.memory",
+    "IdFixer": "loopkit_tools.id_fixer",
     "MemoryTools": "loopkit_tools.memory",
     "Note": "loopkit_tools.memory",
     "NoteIndex": "loopkit_tools.memory",
@@ -67,6 +71,7 @@ _EXPORTS: dict[str, str] = {
     "rule_from_message": "loopkit_tools.memory",
 }
 if TYPE_CHECKING:
+    from loopkit_tools.id_fixer import IdFixer
     from loopkit_tools.memory import (
         FeedbackRules,
         Glossary,

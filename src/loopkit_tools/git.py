@@ -229,6 +229,13 @@ class GitCommitter:
                 f"nothing to commit: there are no changes under {where} (only these folders are "
                 "ever committed); write your change first"
             )
+        # A writable folder git does not know (empty, e.g. notes/ before the first note) would
+        # make `git commit -- folder` fail on its pathspec: commit only the folders it knows.
+        code, known = await self._git("ls-files", "--cached", "-z", "--", *self.folders)
+        tracked = [p for p in known.split("\0") if p] if code == 0 else []
+        folders = [
+            f for f in self.folders if f in (".", "") or any(p.startswith(f"{f}/") for p in tracked)
+        ] or list(self.folders)
         msg_file = self.root / ".git" / "LOOPKIT_COMMIT_MSG"
         code, out = await self._git("rev-parse", "--git-path", "LOOPKIT_COMMIT_MSG")
         if code == 0 and out:
@@ -238,7 +245,7 @@ class GitCommitter:
             config = [*await self._author(), *await self._neutralised()]
             code, out = await self._git(
                 "commit", "--quiet", "--no-edit", "--no-verify", "--no-gpg-sign",
-                "--cleanup=verbatim", "--file", os.fspath(msg_file), "--", *self.folders,
+                "--cleanup=verbatim", "--file", os.fspath(msg_file), "--", *folders,
                 config=config,
             )  # fmt: skip
         finally:

@@ -41,6 +41,7 @@ from loopkit_ui.backends.protocol import (
     WaitCondition,
     WaitResult,
 )
+from loopkit_ui.missing_ids import add_missing_id_tools
 from loopkit_ui.outputs import PublishedFile
 from loopkit_ui.service import UIService, answer, render_tree
 from loopkit_ui.strict_arguments import refuse_unknown_arguments
@@ -572,5 +573,6 @@ def build_server(
     )
 
     add_app_tools(server, service)
+    add_missing_id_tools(server, service)
     refuse_unknown_arguments(server)
     return server

@@ -21,6 +21,8 @@ CARD_NAMES = [
     "delete-asks-for-confirmation",
     "validate-quantity-and-price",
 ]
+#: The card of the fourth gap (missing ids): its run writes through the id fixer, a subagent.
+ID_CARD = "every-control-has-an-accessible-id"
 
 
 @dataclass

@@ -6,9 +6,10 @@ import subprocess
 import sys
 
 from loopkit import Script
+from loopkit.demo.id_fixer import child_transcript
 from loopkit.demo.run import bundled_transcripts
 
-from .helpers import CARD_NAMES, ROOT
+from .helpers import CARD_NAMES, ID_CARD, ROOT
 
 
 def test_bundled_transcripts_are_up_to_date() -> None:
@@ -24,7 +25,7 @@ def test_bundled_transcripts_are_up_to_date() -> None:
 
 def test_every_card_has_a_transcript_that_ends_with_result_done() -> None:
     bundled = bundled_transcripts()
-    assert sorted(bundled) == sorted(CARD_NAMES)
+    assert sorted(bundled) == sorted([*CARD_NAMES, ID_CARD])
     for name in CARD_NAMES:
         script = Script.load(bundled[name])
         assert script.turns[-1].text.rstrip().endswith("RESULT: done")
@@ -36,3 +37,18 @@ def test_every_card_has_a_transcript_that_ends_with_result_done() -> None:
         edits = [i for i, n in enumerate(names) if n == "edit_file"]
         assert names.count("git_commit") == 1 and edits and "write_file" not in names
         assert names.index("build_app") > edits[-1]
+
+
+def test_the_id_fixing_card_hands_the_writing_to_the_subagent() -> None:
+    """The main run never writes a file: the id fixer (its own transcript, file tools only)
+    does, between the main run's ui_missing_ids and its build; every result is checked."""
+    main = [c for t in Script.load(bundled_transcripts()[ID_CARD]).turns for c in t.calls]
+    child_path = child_transcript(bundled_transcripts()[ID_CARD])
+    child = [c for t in Script.load(child_path).turns for c in t.calls]
+    assert all(c.expect is not None for c in [*main, *child])
+    names = [c.name for c in main]
+    assert "write_file" not in names and names.count("git_commit") == 1
+    assert names.index("ui_missing_ids") < names.index("fix_missing_ids")
+    assert names.index("fix_missing_ids") < names.index("build_app") < names.index("write_note")
+    assert {c.name for c in child} <= {"list_files", "read_file", "write_file"}
+    assert [c.name for c in child].count("write_file") == 1

@@ -49,8 +49,10 @@ MINIMUM = {
     "docs/mcp.md": 1,
     "docs/memory.md": 1,
     "docs/providers.md": 3,
+    "docs/roles.md": 3,
     "docs/scripts.md": 1,
     "docs/sessions.md": 4,
+    "docs/transcripts.md": 2,
 }
 
 ANSWER = "Oslo: 18 °C and light rain."

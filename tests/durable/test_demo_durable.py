@@ -28,7 +28,6 @@ from tests.demo.helpers import (
     demo_env,
     descendants,
     start_demo,
-    transcript_rounds,
     wait_for_round,
 )
 
@@ -36,6 +35,14 @@ pytest.importorskip("dbos")
 pytestmark = [pytest.mark.integration, pytest.mark.ui]
 
 CARD = "delete-asks-for-confirmation"
+
+
+def card_rounds() -> list[int]:
+    """The round numbers of a whole run of the card: one a turn of its bundled transcript."""
+    from loopkit import Script
+    from loopkit.demo.run import bundled_transcripts
+
+    return list(range(1, len(Script.load(bundled_transcripts()[CARD]).turns) + 1))
 
 
 def slow_build_config(tmp_path: Path) -> Path:
@@ -109,8 +116,7 @@ def test_a_durable_demo_run_killed_inside_a_tool_call_is_resumed_to_done(tmp_pat
     types = Counter(e["type"] for e in events)
     assert (types["start"], types["interrupted"], types["resumed"], types["result"]) == (1, 1, 1, 1)
     rounds = [e["data"]["round"] for e in events if e["type"] == "round"]
-    # every round once, in order, across both processes
-    assert rounds == list(range(1, transcript_rounds(CARD) + 1))
+    assert rounds == card_rounds()  # every round once, in order, across both processes
     builds = [e for e in events if e["type"] == "tool" and e["data"]["name"] == "build_app"]
     assert len(builds) == 1  # the build in flight ran again: logged once, by the resumed run
     resumed_line = next(e for e in events if e["type"] == "resumed")
@@ -178,7 +184,7 @@ def test_a_durable_demo_run_killed_inside_a_model_request_is_resumed_to_done(
     text = resumed.stdout + resumed.stderr
     assert resumed.returncode == 0, text
     assert Card.load(card).state == CardState.DONE
-    # every request completed, each once; only request k (in flight at the kill) was sent twice.
+    # every request completed once; only request k (in flight at the kill) was sent twice.
     assert len(requests) == len(script.turns) + 1
     sizes = [len(r.body["messages"]) for r in requests]
     assert sizes[k - 1] == sizes[k] - 1  # the resumed request k also carries the notice
@@ -203,9 +209,7 @@ def test_a_durable_demo_run_killed_inside_a_model_request_is_resumed_to_done(
             assert call.expect.problems(result) == [], (n, call.name)
     log = next(runs.glob("*/run.jsonl"))
     events = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
-    assert [e["data"]["round"] for e in events if e["type"] == "round"] == list(
-        range(1, len(script.turns) + 1)
-    )
+    assert [e["data"]["round"] for e in events if e["type"] == "round"] == card_rounds()
     resumed_line = next(e for e in events if e["type"] == "resumed")
     assert resumed_line["data"]["replayed"]["model"] == k - 1
     assert key not in log.read_text() and key not in text

@@ -56,7 +56,7 @@ def test_a_card_enqueued_twice_while_queued_is_one_run_and_cancel_frees_it(tmp_p
 
     [record] = listed(tmp_path)
     assert record["run_id"] == run_id
-    assert (record["card"], record["state"], record["role"]) == (str(card), "queued", "developer")
+    assert (record["card"], record["state"], record["role"]) == (str(card), "queued", "develop")
     assert record["model"] == "scripted" and record["worker"] is None
 
     shown = runs(tmp_path, "show", run_id, "--json")
@@ -87,7 +87,10 @@ def test_a_card_enqueued_twice_while_queued_is_one_run_and_cancel_frees_it(tmp_p
     ("args", "message"),
     [
         (["enqueue", "missing.md"], "error: card file not found: "),
-        (["enqueue", "card.md", "--role", "tester"], "error: --role 'tester': the roles are"),
+        (
+            ["enqueue", "card.md", "--role", "tester"],
+            "error: unknown role 'tester'; the roles are: develop",
+        ),
         (["show", "0123"], "error: there is no card run '0123'"),
         (["cancel", "0123"], "error: there is no card run '0123'"),
         (["list", "--limit", "0"], "python -m loopkit.runs list: error: argument --limit: '0'"),

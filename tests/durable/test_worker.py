@@ -19,12 +19,20 @@ from pathlib import Path
 import pytest
 
 from loopkit import Card, CardState
-from tests.demo.helpers import ROOT, cmdline, copy_card, descendants, transcript_rounds
+from tests.demo.helpers import ROOT, cmdline, copy_card, descendants
 
 pytest.importorskip("dbos")
 pytestmark = [pytest.mark.integration, pytest.mark.ui]
 
 CARD = "delete-asks-for-confirmation"
+
+
+def card_rounds() -> list[int]:
+    """The round numbers of a whole run of the card: one a turn of its bundled transcript."""
+    from loopkit import Script
+    from loopkit.demo.run import bundled_transcripts
+
+    return list(range(1, len(Script.load(bundled_transcripts()[CARD]).turns) + 1))
 
 
 def env_for(tmp_path: Path) -> dict[str, str]:
@@ -117,14 +125,12 @@ def test_a_worker_killed_mid_run_is_replaced_and_the_run_ends_once(tmp_path: Pat
 
     record = json.loads(runs(tmp_path, "show", run_id, "--json"))
     assert record["state"] == "done" and record["worker"].startswith("second:")
-    assert record["rounds"] == transcript_rounds(CARD) and record["commit"]
+    assert record["rounds"] == len(card_rounds()) and record["commit"]
     assert Card.load(card).state == CardState.DONE
     events = [json.loads(line) for line in Path(record["log_path"]).read_text().splitlines()]
     types = Counter(e["type"] for e in events)
     assert (types["start"], types["interrupted"], types["resumed"], types["result"]) == (1, 1, 1, 1)
-    assert [e["data"]["round"] for e in events if e["type"] == "round"] == list(
-        range(1, transcript_rounds(CARD) + 1)
-    )
+    assert [e["data"]["round"] for e in events if e["type"] == "round"] == card_rounds()
     repo = Path(record["log_path"]).parent / "repo"
     count = subprocess.run(
         ["git", "rev-list", "--count", "HEAD"], cwd=repo, capture_output=True, text=True
@@ -189,7 +195,5 @@ def test_a_stopped_worker_interrupts_its_run_and_the_next_worker_finishes_it(
     types = Counter(e["type"] for e in events)
     # The stopped worker wrote `interrupted` itself; the resume does not write it again.
     assert (types["interrupted"], types["resumed"], types["result"]) == (1, 1, 1)
-    assert [e["data"]["round"] for e in events if e["type"] == "round"] == list(
-        range(1, transcript_rounds(CARD) + 1)
-    )
+    assert [e["data"]["round"] for e in events if e["type"] == "round"] == card_rounds()
     assert Card.load(card).state == CardState.DONE

@@ -76,10 +76,24 @@ def test_every_widget_created_by_the_app_has_an_id(window: MainWindow) -> None:
     panel = window.centralWidget()
     assert panel is not None
     own = [panel, *panel.findChildren(QWidget)]
-    direct = [w for w in own if w.parent() in (window, panel)]
+    notes = window.notes_panel  # gap 4, pinned below
+    direct = [w for w in own if w.parent() in (window, panel) and w is not notes]
     assert len(direct) >= 15, direct  # the panel and its widgets
     missing = [type(w).__name__ for w in direct if not w.accessibleIdentifier()]
     assert missing == []
+
+
+def test_gap_notes_panel_controls_have_no_id(window: MainWindow) -> None:
+    """GAP 4 (pinned): the Notes panel and its four controls have neither an accessible id nor
+    an object name; everything else keeps its id (above)."""
+    notes = window.notes_panel
+    controls = [notes, notes.text_label, notes.text_input, notes.count_label, notes.clear_button]
+    assert [(w.accessibleIdentifier(), w.objectName()) for w in controls] == [("", "")] * 5
+    assert notes.title() == "Notes" and notes.clear_button.text() == "Clear notes"
+    notes.text_input.setPlainText("Due in 30 days")
+    assert notes.count_label.text() == "14 characters"
+    notes.clear_button.click()
+    assert (notes.text_input.toPlainText(), notes.count_label.text()) == ("", "0 characters")
 
 
 def test_start_state(window: MainWindow) -> None:

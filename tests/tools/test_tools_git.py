@@ -284,3 +284,21 @@ async def test_nothing_to_commit_looks_only_at_the_writable_folder(repo: Path) -
     assert before[1].splitlines() == ["MM docs/rules.md", "?? docs/new.md"]
     assert git(repo, "diff", "--cached") == staged_before
     assert (repo / "docs" / "rules.md").read_text() == "staged change, then more\n"
+
+
+async def test_an_empty_writable_folder_does_not_stop_the_commit(repo: Path) -> None:
+    # notes/ exists but is empty (no note written yet): git knows nothing of it, and
+    # `git commit -- notes` alone would fail on its pathspec.
+    (repo / "notes").mkdir()
+    local = LocalTools(
+        ToolsConfig(root=repo, app_ready=None, write_folders=["invoice_app", "notes"])
+    )
+    await tool_by_name(local, "write_file").invoke(
+        {"path": "invoice_app/main.py", "content": "A = 3\n"}
+    )
+    text = await tool_by_name(local, "git_commit").invoke({"message": "card: empty notes"})
+    assert text.splitlines()[1:] == ["M invoice_app/main.py"]
+    # and once a note is there, the next commit takes it along
+    (repo / "notes" / "README.md").write_text("# Notes\n")
+    text = await tool_by_name(local, "git_commit").invoke({"message": "card: a note"})
+    assert text.splitlines()[1:] == ["A notes/README.md"]

@@ -39,6 +39,7 @@ CALLS: list[tuple[str, dict[str, Any]]] = [
     ("ui_list_windows", {}),
     ("ui_tree", {}),
     ("ui_tree", {"format": "json"}),
+    ("ui_missing_ids", {}),
     ("ui_get_element", {"target": "AddItemButton"}),
     ("ui_get_text", {"target": "TotalLabel"}),
     ("ui_get_property", {"target": "AddItemButton", "property": "bounds"}),

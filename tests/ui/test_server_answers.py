@@ -21,7 +21,7 @@ from .conftest import EXAMPLES_DIR, PYTHON
 
 pytestmark = [pytest.mark.ui, pytest.mark.integration]
 
-READS = {"ui_list_windows", "ui_tree", "ui_get_element", "ui_get_text", "ui_get_property",
+READS = {"ui_list_windows", "ui_tree", "ui_missing_ids", "ui_get_element", "ui_get_text", "ui_get_property",
          "ui_get_cell", "ui_assert_exists", "ui_assert_visible", "ui_assert_enabled",
          "ui_assert_value", "ui_assert_text", "ui_wait_for", "ui_screenshot"}  # fmt: skip
 DESTRUCTIVE = {"ui_click", "ui_double_click", "ui_right_click", "ui_type_text", "ui_press_keys",

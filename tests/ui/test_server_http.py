@@ -212,7 +212,7 @@ def test_loopback_server_refuses_every_forged_request(
                 return len(tools), total, str(third_row.is_error)
 
         count, total, third_row_missing = asyncio.run(use())
-        assert count == 25 and total == "Total: 250.00"
+        assert count == 26 and total == "Total: 250.00"
         assert third_row_missing == "True"
     stderr = served.stderr.read_text()
     assert token not in stderr and "Traceback" not in stderr

@@ -125,6 +125,11 @@ class RunnerConfig(BaseSettings):
         default_factory=lambda: project_root() / "examples" / "invoice_app",
         description="The app copied into each run's scratch repository.",
     )
+    roles_dir: Path | None = Field(
+        default=None,
+        description="A folder of your own role files (<name>.md, and reference/<name>.md): a "
+        "role there overrides a bundled role of the same name.",
+    )
     runs_dir: Path = Field(
         default=Path("runs"), description="Where scratch repositories and logs go."
     )
@@ -226,7 +231,14 @@ def load_config(path: str | Path | None = None, **overrides: Any) -> RunnerConfi
     # Relative paths in the file are relative to the file, not to wherever the run started.
     if path is not None:
         base = Path(path).resolve().parent
-        for name in ("transcript", "record_transcript", "app_source", "runs_dir", "log"):
+        for name in (
+            "transcript",
+            "record_transcript",
+            "app_source",
+            "runs_dir",
+            "log",
+            "roles_dir",
+        ):
             value = getattr(config, name)
             from_toml = name in from_file and name not in given
             if isinstance(value, Path) and not value.is_absolute() and from_toml:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from contextlib import AsyncExitStack, nullcontext, suppress
 from dataclasses import dataclass
 from datetime import datetime
@@ -28,7 +29,8 @@ from loopkit.agents.result import AgentRunResult
 from loopkit.cards.card import Card, CardState
 from loopkit.cards.config import RunnerConfig, load_config
 from loopkit.cards.result import RunResult
-from loopkit.cards.runner import CARD_PREFIX, CardRunner, CardRunOutcome, ToolSource
+from loopkit.cards.roles import NAME_PATTERN
+from loopkit.cards.runner import CardRunner, CardRunOutcome, ToolSource
 from loopkit.durable.run import current_durable_run, durable_step
 from loopkit.durable.steps import MODEL_STEP, ModelCheckpoint, durable_tools
 from loopkit.errors import BudgetExceededError, CardError
@@ -44,7 +46,6 @@ __all__ = [
     "CARD_RUN_WORKFLOW",
     "FINISH_STEP",
     "PREPARE_STEP",
-    "ROLES",
     "CardRunRecord",
     "CardRunRequest",
     "CardRunResult",
@@ -62,8 +63,8 @@ CARD_RUN_WORKFLOW = "loopkit.card_run"
 PREPARE_STEP = "loopkit.card.prepare"
 #: Checkpoint: the card Done or Failed and the ``result`` line.
 FINISH_STEP = "loopkit.card.finish"
-#: The roles a card run can take (one today: the demo's instructions are the developer's).
-ROLES = ("developer",)
+#: The role of a request that names none.
+DEFAULT_ROLE = "develop"
 
 
 class CardRunRequest(BaseModel):
@@ -74,7 +75,9 @@ class CardRunRequest(BaseModel):
 
     #: The card file (absolute path).
     card: str
-    role: str = "developer"
+    #: The role's name (``develop``, ``test``, ``document`` or a user's role; the process that
+    #: runs it finds the role file: :mod:`loopkit.cards.roles`).
+    role: str = DEFAULT_ROLE
     #: The model string (also in ``config``; kept here for listings).
     model: str
     #: The resolved settings (:class:`~loopkit.cards.config.RunnerConfig` as JSON data): the
@@ -82,27 +85,35 @@ class CardRunRequest(BaseModel):
     config: dict[str, Any]
     #: The config file they came from, if any (for the record).
     config_path: str | None = None
+    #: Continue in this repository (an earlier run's) instead of a fresh copy of the app.
+    repo: str | None = None
+    #: A message that comes with the card ("remember ..." adds a feedback rule).
+    message: str | None = None
 
     @classmethod
     def create(
         cls,
         card: str | Path,
         *,
-        role: str = "developer",
+        role: str = DEFAULT_ROLE,
         config: RunnerConfig | None = None,
         config_path: str | Path | None = None,
+        repo: str | Path | None = None,
+        message: str | None = None,
         **overrides: Any,
     ) -> CardRunRequest:
-        """A request for ``card``: ``config`` as given, or read from ``config_path`` (TOML),
-        the ``LOOPKIT_*`` environment and ``overrides`` (e.g. ``model=``), as the demo does."""
-        if role not in ROLES:
-            raise CardError(f"unknown role {role!r}; the roles are: {', '.join(ROLES)}")
+        """A request for ``card`` in ``role``: ``config`` as given, or read from
+        ``config_path`` (TOML), the ``LOOPKIT_*`` environment and ``overrides`` (e.g.
+        ``model=``), as the demo does. The role is a name here; the caller checks that it
+        exists where the run will run (its roles folder)."""
+        if not re.fullmatch(NAME_PATTERN, role):
+            raise CardError(f"role {role!r} is not a role name ({NAME_PATTERN})")
         if config is None:
             config = load_config(config_path, **overrides)
         # Another process (a worker elsewhere) runs it: no path may depend on this one's folder.
         absolute = {
             name: value.resolve()
-            for name in ("transcript", "app_source", "runs_dir", "log")
+            for name in ("transcript", "app_source", "runs_dir", "log", "roles_dir")
             if isinstance(value := getattr(config, name), Path)
         }
         config = config.model_copy(update=absolute)
@@ -112,6 +123,8 @@ class CardRunRequest(BaseModel):
             model=config.model,
             config=config.model_dump(mode="json"),
             config_path=None if config_path is None else str(Path(config_path).resolve()),
+            repo=None if repo is None else str(Path(repo).resolve()),
+            message=message,
         )
 
     def runner_config(self) -> RunnerConfig:
@@ -133,6 +146,8 @@ class PreparedRun(BaseModel):
     log_path: str
     #: The scratch repository's first commit (the run's commits come after it).
     base: str
+    #: The message that goes with the card (None: none, or it was a "remember" rule).
+    message: str | None = None
 
 
 class CardRunResult(BaseModel):
@@ -146,10 +161,17 @@ class CardRunResult(BaseModel):
     commit: str | None = None
     log_path: str | None = None
     repo: str | None = None
+    #: The role's word for success (``done``; a tester's ``passed``).
+    success_word: str = "done"
 
     @property
     def done(self) -> bool:
         return self.status == "done"
+
+    @property
+    def word(self) -> str:
+        """The word of the RESULT line: the role's success word, or ``failed``."""
+        return self.success_word if self.done else "failed"
 
 
 class DurableToolSource:
@@ -187,10 +209,7 @@ class DurableCardRunner(CardRunner):
                     tools.extend(source.tools)
                 self._check_unique(tools)
                 agent, logged = self._agent(tools)
-                answer = await agent.run(
-                    CARD_PREFIX + card.text,
-                    metadata={"card": card.title, "limits": self.limits.as_dict()},
-                )
+                answer = await agent.run(self.prompt(card), metadata=self.run_metadata(card))
             result = self._judge(answer)
         except asyncio.CancelledError:
             run = logged.run if logged is not None else None
@@ -206,12 +225,14 @@ class DurableCardRunner(CardRunner):
                     )
             raise
         except BudgetExceededError as e:
-            result = RunResult(status="failed", reason=str(e))
+            result = self._failed(str(e))
         except Exception as e:  # a provider or tool-server failure, too many failing rounds ...
-            result = RunResult(status="failed", reason=f"{type(e).__name__}: {e}")
+            result = self._failed(f"{type(e).__name__}: {e}")
         run = logged.run if logged is not None else None
         with run_scope(run) if run is not None else nullcontext():
-            ended = await finish_card_run(card, result, self.log, write_state=write_state)
+            ended = await finish_card_run(
+                card, result, self.log, write_state=write_state, **self.result_details(answer)
+            )
         ended_card = card
         if card.path is not None:
             with suppress(CardError):
@@ -226,7 +247,7 @@ class DurableCardRunner(CardRunner):
 
 
 async def finish_card_run(
-    card: Card, result: RunResult, log: RunLog, *, write_state: bool = True
+    card: Card, result: RunResult, log: RunLog, *, write_state: bool = True, **details: Any
 ) -> dict[str, Any]:
     """The end of a durable card run, as a checkpoint (once, ever): the card's new state,
     written into the file as it is now (an edit made while the run was interrupted stays), and
@@ -240,7 +261,7 @@ async def finish_card_run(
                 Card.load(card.path).save_state(state)
             except (CardError, OSError) as e:  # the log still records the result
                 log.error(f"could not write the card state: {e}")
-        log.result(result.status, result.reason, card_state=state.value)
+        log.result(result.status, result.reason, card_state=state.value, **details)
         return {"card_state": state.value, "totals": log.totals()}
 
     ended: dict[str, Any] = await durable_step(FINISH_STEP, finish)

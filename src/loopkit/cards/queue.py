@@ -5,7 +5,7 @@ A run is put on the DBOS queue :data:`CARD_QUEUE` as a durable card-run workflow
 ``python -m loopkit.worker`` takes one run at a time from it (the queue's per-worker concurrency
 is 1). The card's resolved path is the run's deduplication id: while a run of a card is queued or
 running, enqueuing the same card again returns that run instead of a second one (DBOS keeps the
-id taken until the run ends).
+id taken until the run ends); a run of the same card in another role is another run.
 
 A worker killed mid-run leaves its run pending under a dead executor; any worker on the same host
 puts it back on the queue (:func:`requeue_dead_workers_runs`, DBOS's own recovery, which only
@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from loopkit.cards.card import Card, CardState
 from loopkit.cards.durable import (
     CARD_RUN_WORKFLOW,
+    DEFAULT_ROLE,
     PREPARE_STEP,
     CardRunRecord,
     CardRunRequest,
@@ -38,6 +39,7 @@ __all__ = [
     "CARD_QUEUE",
     "EnqueuedRun",
     "cancel_card_run",
+    "deduplication_id",
     "enqueue_card_run",
     "register_card_queue",
     "requeue_dead_workers_runs",
@@ -71,6 +73,12 @@ async def register_card_queue(*, polling_interval_sec: float = 0.5) -> None:
     )
 
 
+def deduplication_id(request: CardRunRequest) -> str:
+    """One queued or running run per card and role: the card's path (a develop run, as before
+    roles), with `` [role]`` after it for the other roles."""
+    return request.card if request.role == DEFAULT_ROLE else f"{request.card} [{request.role}]"
+
+
 async def enqueue_card_run(
     runtime: DurableRuntime, request: CardRunRequest, *, run_id: str | None = None
 ) -> EnqueuedRun:
@@ -88,7 +96,7 @@ async def enqueue_card_run(
             "workflow_name": CARD_RUN_WORKFLOW,
             "queue_name": CARD_QUEUE,
             "workflow_id": wanted,
-            "deduplication_id": request.card,
+            "deduplication_id": deduplication_id(request),
             "duplication_policy": "return-existing",
             "app_version": runtime.application_version,
         },

@@ -28,7 +28,7 @@ from loopkit.agents.agent import Agent
 from loopkit.agents.result import AgentRunResult
 from loopkit.builder import ChatClientBuilder
 from loopkit.cards.card import Card, CardState
-from loopkit.cards.result import RunResult, parse_result
+from loopkit.cards.result import RunResult, cited_rules, parse_result
 from loopkit.errors import BudgetExceededError, LoopkitError
 from loopkit.mcp.config import MCPServerConfig
 from loopkit.middleware.retry import RetryPolicy
@@ -103,6 +103,8 @@ class CardRunOutcome:
 
 
 CARD_PREFIX = "THE CARD\n--------\n"
+#: Before a message from the user that comes with the card (``python -m loopkit.demo --message``).
+MESSAGE_PREFIX = "\n\nA MESSAGE FROM THE USER\n-----------------------\n"
 
 
 class CardRunner:
@@ -111,9 +113,16 @@ class CardRunner:
     ``model`` is the bare provider client. Each run is an :class:`~loopkit.agents.Agent` run
     (see :meth:`agent`): the agent's loop over the run log, the token budget and (when ``retry``
     is given) retries around the model; ``instructions`` are its system message and the card is
-    the user's message. ``disclosure``: offer the model only its core tools and ``load_tools``
-    for the rest (:class:`~loopkit.middleware.tool_disclosure.ToolDisclosure`); None offers
-    every tool on every request.
+    the user's message (followed by ``message``, when given). ``disclosure``: offer the model
+    only its core tools and ``load_tools`` for the rest
+    (:class:`~loopkit.middleware.tool_disclosure.ToolDisclosure`); None offers every tool on
+    every request.
+
+    A role's settings: ``success_word`` is the word of a successful RESULT line (``done``, a
+    tester's ``passed``); ``offered_rules`` are the numbers of the feedback rules put into the
+    instructions, recorded in the ``start`` line with ``metadata`` (e.g. the role's name), and
+    the ``result`` line records the rule numbers the final answer cites (``rules_cited``) and
+    those it cites that were never offered (``rules_not_offered``).
     """
 
     def __init__(
@@ -129,6 +138,10 @@ class CardRunner:
         sampling: dict[str, Any] | None = None,
         name: str = "card-runner",
         disclosure: ToolDisclosure | None = None,
+        success_word: str = "done",
+        offered_rules: Sequence[int] = (),
+        metadata: dict[str, Any] | None = None,
+        message: str | None = None,
     ) -> None:
         self.model = model
         self.instructions = instructions
@@ -140,6 +153,32 @@ class CardRunner:
         self.sampling = sampling or {}
         self.name = name
         self.disclosure = disclosure
+        self.success_word = success_word
+        self.offered_rules = sorted(offered_rules)
+        self.metadata = dict(metadata or {})
+        self.message = message
+
+    def prompt(self, card: Card) -> str:
+        """The user's message of a run: the card, then the message that came with it."""
+        extra = f"{MESSAGE_PREFIX}{self.message.strip()}" if self.message else ""
+        return CARD_PREFIX + card.text + extra
+
+    def run_metadata(self, card: Card) -> dict[str, Any]:
+        """What the run log's ``start`` line records about the run."""
+        return {
+            "card": card.title,
+            "limits": self.limits.as_dict(),
+            **self.metadata,
+            "rules_offered": self.offered_rules,
+        }
+
+    def result_details(self, answer: AgentRunResult[str] | None) -> dict[str, Any]:
+        """What the ``result`` line records beside the RESULT: the rules the answer cites."""
+        if answer is None:
+            return {}
+        cited = cited_rules(answer.text)
+        unknown = [n for n in cited if n not in self.offered_rules]
+        return {"rules_cited": cited, "rules_not_offered": unknown}
 
     def agent(self, tools: Sequence[Tool] = ()) -> Agent[str]:
         """The agent one run of this runner uses, with ``tools`` (the opened sources' tools).
@@ -194,22 +233,19 @@ class CardRunner:
                     tools.extend(source.tools)
                 self._check_unique(tools)
                 agent, logged = self._agent(tools)
-                answer = await agent.run(
-                    CARD_PREFIX + card.text,
-                    metadata={"card": card.title, "limits": self.limits.as_dict()},
-                )
+                answer = await agent.run(self.prompt(card), metadata=self.run_metadata(card))
             result = self._judge(answer)
         except BudgetExceededError as e:
-            result = RunResult(status="failed", reason=str(e))
+            result = self._failed(str(e))
         except asyncio.CancelledError:
-            result = RunResult(status="failed", reason="the run was interrupted")
+            result = self._failed("the run was interrupted")
             self._finish(card, result, write_state, logged)
             raise
         except (LoopkitError, OSError, ValueError) as e:
-            result = RunResult(status="failed", reason=f"{type(e).__name__}: {e}")
+            result = self._failed(f"{type(e).__name__}: {e}")
         except Exception as e:  # a tool's exception after too many failing rounds, etc.
-            result = RunResult(status="failed", reason=f"{type(e).__name__}: {e}")
-        card, totals = self._finish(card, result, write_state, logged)
+            result = self._failed(f"{type(e).__name__}: {e}")
+        card, totals = self._finish(card, result, write_state, logged, self.result_details(answer))
         run = logged.run if logged is not None else None
         return CardRunOutcome(
             result=result,
@@ -219,22 +255,28 @@ class CardRunner:
             totals=totals,
         )
 
+    def _failed(self, reason: str) -> RunResult:
+        return RunResult(status="failed", reason=reason, success_word=self.success_word)
+
     def _judge(self, answer: AgentRunResult[str]) -> RunResult:
-        result = parse_result(answer.text)
+        result = parse_result(answer.text, self.success_word)
         if answer.max_rounds_reached:
             said = result.line()
-            return RunResult(
-                status="failed",
-                reason=f"round limit of {self.limits.max_rounds} reached (the model then said: "
-                f"{said!r})",
+            return self._failed(
+                f"round limit of {self.limits.max_rounds} reached (the model then said: {said!r})"
             )
         if answer.unknown_tools:
             names = ", ".join(answer.unknown_tools)
-            return RunResult(status="failed", reason=f"the model called unknown tools: {names}")
+            return self._failed(f"the model called unknown tools: {names}")
         return result
 
     def _finish(
-        self, card: Card, result: RunResult, write_state: bool, logged: _CardRunLog | None
+        self,
+        card: Card,
+        result: RunResult,
+        write_state: bool,
+        logged: _CardRunLog | None,
+        details: dict[str, Any] | None = None,
     ) -> tuple[Card, dict[str, Any]]:
         """The card's new state written, and the ``result`` line, in the run when it started."""
         run = logged.run if logged is not None else None
@@ -245,7 +287,7 @@ class CardRunner:
                     card = card.save_state(state)
                 except OSError as e:  # the log still records the result
                     self.log.error(f"could not write the card state: {e}")
-            self.log.result(result.status, result.reason, card_state=state.value)
+            self.log.result(result.status, result.reason, card_state=state.value, **(details or {}))
             return card, self.log.totals()
 
     @staticmethod

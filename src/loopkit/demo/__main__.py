@@ -16,6 +16,7 @@ import argparse
 import contextlib
 import signal
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from loopkit.cards import Card, RunnerConfig
+    from loopkit.cards.roles import Role
 
 from loopkit.command_line import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED, OneLineParser
 from loopkit.command_line import EXIT_OK as EXIT_DONE
@@ -35,6 +37,8 @@ from loopkit.command_line import EXIT_OK as EXIT_DONE
 _EPILOG = """\
 examples:
   python -m loopkit.demo examples/cards/delete-asks-for-confirmation.md
+  python -m loopkit.demo --role document --repo runs/<run>/repo CARD.md
+                                               document the feature in the develop run's repository
   python -m loopkit.demo CARD.md --config examples/configs/claude.toml   (ANTHROPIC_API_KEY set)
   python -m loopkit.demo CARD.md --model openai/gpt-5                    (OPENAI_API_KEY set)
   python -m loopkit.demo CARD.md --durable     a run that survives being killed (the durable extra)
@@ -66,6 +70,22 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "card", type=Path, nargs="?", help="the card file (Markdown with front matter)"
     )
     parser.add_argument("--config", type=Path, help="a TOML config file (see examples/configs/)")
+    parser.add_argument(
+        "--role",
+        help="the role the model takes: develop (the default), test, document, or one of your "
+        "own (roles_dir in the config); see docs/roles.md",
+    )
+    parser.add_argument(
+        "--repo",
+        type=Path,
+        help="continue in the repository of an earlier run (the 'repository' its summary "
+        "names) instead of a fresh copy of the app, e.g. test or document after develop",
+    )
+    parser.add_argument(
+        "--message",
+        help="a message that comes with the card; one that starts with 'remember' adds a "
+        "feedback rule of the role's scope (notes/rules.md) before the run starts",
+    )
     parser.add_argument(
         "--model",
         help="litellm model string, e.g. anthropic/claude-sonnet-4-5 or openai/gpt-5; "
@@ -174,8 +194,19 @@ def _mark_failed_after_a_killed_run(config: RunnerConfig, card_path: Path, statu
     print(f"error: the run ended abnormally ({how}){note}", file=sys.stderr)
 
 
+@dataclass(frozen=True, slots=True)
+class RunRequest:
+    """What the command line asks to run: the card, in a role, maybe in an earlier run's
+    repository, maybe with a message."""
+
+    card: Card
+    role: Role
+    repo: Path | None = None
+    message: str | None = None
+
+
 async def _run_until_interrupted(
-    config: RunnerConfig, card: Card | None, console: Console, resume: str | None = None
+    config: RunnerConfig, run: RunRequest | None, console: Console, resume: str | None = None
 ) -> int:
     """Run the demo (or resume durable runs: ``resume``); the first SIGINT/SIGTERM/SIGHUP
     cancels it cleanly, later ones are ignored (one Ctrl-C reaches this process twice under the
@@ -203,8 +234,10 @@ async def _run_until_interrupted(
             from loopkit.demo.durable import resume_demo_runs
 
             return await resume_demo_runs(config, resume, console)
-        assert card is not None
-        return await run_demo(config, card, console)
+        assert run is not None
+        return await run_demo(
+            config, run.card, console, role=run.role, repo=run.repo, message=run.message
+        )
     except asyncio.CancelledError:
         return EXIT_INTERRUPTED
 
@@ -229,6 +262,8 @@ def _main(argv: list[str]) -> int:
     import asyncio
 
     from loopkit.cards import Card, ConfigError, load_config
+    from loopkit.cards.roles import RoleError
+    from loopkit.demo.role_tools import DEFAULT_ROLE, check_message, find_role, with_role_limits
     from loopkit.demo.run import (
         check_durable,
         check_log_destination,
@@ -259,20 +294,25 @@ def _main(argv: list[str]) -> int:
             check_durable(config)
         if args.resume is not None:
             return _resume(argv, config, args.resume or None, console)
+        role = find_role(config, args.role or DEFAULT_ROLE)
+        check_message(args.message)
+        given = {"max_rounds", "max_tokens"} & {k for k, v in vars(args).items() if v is not None}
+        config = with_role_limits(config, role, given)
         text = read_card(config, args.card)
         check_log_destination(config)
         try:
             card = Card.parse(text, args.card)
         except CardError as e:  # read but not valid: its own log, marked Failed (documented)
             return refuse_invalid_card(config, args.card, e, console)
-        check_settings(config, args.card)
-    except (ConfigError, CardError, WorkspaceError) as e:
+        check_settings(config, args.card, role, args.repo)
+    except (ConfigError, CardError, WorkspaceError, RoleError) as e:
         message = str(e).replace("\n", " ")
         print(f"error: {message}", file=sys.stderr)  # one line; nothing started or created
         return EXIT_BAD_INPUT
     if _needs_headless_desktop(config.headless):
         return _rerun_in_headless_desktop(argv, config, args.card)
-    return asyncio.run(_run_until_interrupted(config, card, console))
+    run = RunRequest(card, role, args.repo, args.message)
+    return asyncio.run(_run_until_interrupted(config, run, console))
 
 
 def _resume(argv: list[str], config: RunnerConfig, which: str | None, console: Console) -> int:

@@ -40,9 +40,19 @@ from loopkit.cards.durable import (
     get_card_run,
     list_card_runs,
 )
+from loopkit.cards.roles import Role
 from loopkit.demo.progress import LiveProgress, summary_table
-from loopkit.demo.run import card_runner, check_model, first_line, local_tools, make_model
-from loopkit.demo.workspace import ScratchRepo, create_scratch_repo
+from loopkit.demo.role_tools import find_role, take_message
+from loopkit.demo.run import (
+    card_runner,
+    check_model,
+    first_line,
+    local_tools,
+    make_model,
+    role_memory,
+    transcript_for,
+)
+from loopkit.demo.workspace import ScratchRepo, create_scratch_repo, open_scratch_repo
 from loopkit.durable.run import DEFAULT_NOTICE, current_durable_run, durable_step, durable_workflow
 from loopkit.durable.run_log import DurableRunLog
 from loopkit.durable.runtime import (
@@ -108,12 +118,27 @@ def runtime_for(config: RunnerConfig) -> DurableRuntime:
     )
 
 
-def _prepare(config: RunnerConfig, card_path: Path) -> dict[str, Any]:
-    """The card In Work and a scratch repository (the run's preparation checkpoint)."""
+def _prepare(config: RunnerConfig, card_path: Path, request: CardRunRequest) -> dict[str, Any]:
+    """The card In Work and a scratch repository (or the earlier run's: ``request.repo``), and
+    a "remember" message made a feedback rule (the run's preparation checkpoint: once)."""
+    role = find_role(config, request.role)
     card = Card.load(card_path, max_bytes=config.max_card_bytes).save_state(CardState.IN_WORK)
-    scratch = create_scratch_repo(config.app_source, config.runs_dir, card_path.stem)
+    if request.repo is not None:
+        name = f"{card_path.stem}-{role.name}"
+        scratch = open_scratch_repo(
+            Path(request.repo), config.runs_dir, name, config.app_source.name
+        )
+    else:
+        scratch = create_scratch_repo(config.app_source, config.runs_dir, card_path.stem)
     log_path = config.log or scratch.run_dir / "run.jsonl"
+    memory = role_memory(config, scratch)
+    try:
+        message = take_message(memory, role, request.message, Console(quiet=True))
+    finally:
+        if memory is not None:
+            memory.close()
     return PreparedRun(
+        message=message,
         card_text=card.text,
         title=card.title,
         run_dir=str(scratch.run_dir),
@@ -160,7 +185,7 @@ async def card_run_workflow(request: dict[str, Any]) -> dict[str, Any]:
     durable = current_durable_run()
     assert durable is not None  # durable_workflow runs the body in one
     prepared = PreparedRun.model_validate(
-        await durable_step(PREPARE_STEP, lambda: _prepare(config, card_path))
+        await durable_step(PREPARE_STEP, lambda: _prepare(config, card_path, req))
     )
     card = Card.parse(prepared.card_text, card_path)
     scratch = ScratchRepo(Path(prepared.run_dir), Path(prepared.repo), prepared.app_folder)
@@ -170,9 +195,13 @@ async def card_run_workflow(request: dict[str, Any]) -> dict[str, Any]:
     with DurableRunLog(log_path) as log:
         durable.on_event = lambda kind, data: log.write(kind, **data)
         try:
+            role = find_role(config, req.role)
+            played = transcript_for(config, card_path, role.name) if config.scripted else None
             runner = card_runner(
-                config, make_model(config, card_path), local_tools(config, scratch), scratch,
-                log, durable=True,
+                config, make_model(config, card_path, role.name),
+                local_tools(config, scratch, role), scratch, log, role=role,
+                memory=role_memory(config, scratch), message=prepared.message, durable=True,
+                transcript=played,
             )  # fmt: skip
         except Exception as e:  # the settings do not work in this process (a key, a module)
             result = RunResult(status="failed", reason=f"{type(e).__name__}: {e}")
@@ -192,6 +221,7 @@ async def card_run_workflow(request: dict[str, Any]) -> dict[str, Any]:
         commit=commits[0].describe() if commits else None,
         log_path=str(log_path),
         repo=str(scratch.repo),
+        success_word=result.success_word,
     ).model_dump(mode="json")
 
 
@@ -201,7 +231,7 @@ async def card_run_workflow(request: dict[str, Any]) -> dict[str, Any]:
 def _summary(console: Console, result: CardRunResult) -> int:
     console.print(
         summary_table(
-            status=result.status,
+            status=result.word,
             reason=result.reason,
             totals=result.totals,
             card_state=result.card_state,
@@ -217,15 +247,29 @@ def _resume_hint(run_id: str) -> str:
     return f"python -m loopkit.demo --resume {run_id}"
 
 
-async def run_durable_demo(config: RunnerConfig, card: Card, console: Console) -> int:
-    """Run ``card`` as a durable workflow in this process; returns the exit status (130 when
-    interrupted: the run can be resumed)."""
+async def run_durable_demo(
+    config: RunnerConfig,
+    card: Card,
+    console: Console,
+    *,
+    role: Role | None = None,
+    repo: Path | None = None,
+    message: str | None = None,
+) -> int:
+    """Run ``card`` (in ``role``, default develop) as a durable workflow in this process;
+    returns the exit status (130 when interrupted: the run can be resumed)."""
     from dbos import SetWorkflowID
 
     from loopkit.run_context import new_run_id
 
     assert card.path is not None
-    request = CardRunRequest.create(card.path, config=config)
+    request = CardRunRequest.create(
+        card.path,
+        role=role.name if role is not None else "develop",
+        config=config,
+        repo=repo,
+        message=message,
+    )
     run_id = new_run_id()
     runtime = runtime_for(config)
     console.print(
@@ -318,6 +362,7 @@ async def resume_demo_runs(config: RunnerConfig, which: str | None, console: Con
 
 async def _resume_one(runtime: DurableRuntime, record: CardRunRecord, console: Console) -> int:
     from loopkit.cards import ConfigError
+    from loopkit.cards.roles import RoleError
     from loopkit.errors import CardError
 
     run = await runtime.get_run(record.run_id)
@@ -326,11 +371,12 @@ async def _resume_one(runtime: DurableRuntime, record: CardRunRecord, console: C
     config = request.runner_config()
     card_path = Path(request.card)
     try:
-        check_model(config, card_path)  # a key this process lacks: say so, resume nothing
-    except (ConfigError, CardError) as e:
+        role = find_role(config, request.role).name
+        check_model(config, card_path, role)  # a key this process lacks, a role it cannot find
+    except (ConfigError, CardError, RoleError) as e:
         console.print(f"[red]error:[/red] run {record.run_id}: {escape(str(e))}")
         return EXIT_BAD_INPUT
-    console.print(first_line(config, card_path))
+    console.print(first_line(config, card_path, role))
     console.print(
         f"[bold]Resuming[/bold] run {record.run_id}: {escape(record.title or request.card)} "
         f"({record.rounds} model requests recorded; none of them is made again)"

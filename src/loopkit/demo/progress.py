@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from typing import Any
 
 from rich.console import Console
@@ -21,6 +22,9 @@ class LiveProgress:
         self.tokens = 0
         self.tool = "waiting for the model"
         self.started = time.monotonic()
+        #: One line per finished child run (an agent used as a tool), for the summary.
+        self.subagents: list[str] = []
+        self._children: dict[str, dict[str, Any]] = {}
         self._live = Live(self._render(), console=console, refresh_per_second=8, transient=True)
 
     def _render(self) -> Text:
@@ -36,7 +40,16 @@ class LiveProgress:
     def on_event(self, event: dict[str, Any]) -> None:
         data = event["data"]
         kind = event["type"]
-        if kind == "round":
+        if kind == "child_run":
+            self._children[data["child_run_id"]] = data
+        elif kind == "run_end" and event.get("parent_run_id"):
+            self._child_ended(event["run_id"], data)
+        if event.get("parent_run_id") and kind in ("round", "tool"):
+            # A subagent's child run (an agent used as a tool): its rounds and tokens are its
+            # own, not the main run's; the line says what it is doing.
+            what = ", ".join(data["calls"]) or "answered" if kind == "round" else data["name"]
+            self.tool = f"subagent: {what}"
+        elif kind == "round":
             self.round = data["round"]
             self.tokens += data["input_tokens"] + data["output_tokens"]
             calls = data["calls"]
@@ -56,6 +69,18 @@ class LiveProgress:
                 return
         self._live.update(self._render())
 
+    def _child_ended(self, run_id: str, data: dict[str, Any]) -> None:
+        started = self._children.get(run_id, {})
+        totals = data.get("totals", {})
+        tokens = totals.get("input_tokens", 0) + totals.get("output_tokens", 0)
+        name = started.get("name", "subagent")
+        tool = f" ({started['tool']})" if started.get("tool") else ""
+        ended = "" if data.get("status") == "ok" else f", ended: {data.get('error') or 'error'}"
+        self.subagents.append(
+            f"{name}{tool}: {totals.get('rounds', 0)} rounds, {totals.get('tool_calls', 0)} tool "
+            f"calls, {tokens:,} tokens{ended}; run {run_id}"
+        )
+
     def __enter__(self) -> LiveProgress:
         self._live.__enter__()
         return self
@@ -73,12 +98,14 @@ def summary_table(
     commit: str | None,
     log_path: str,
     repo: str,
+    subagents: Sequence[str] = (),
 ) -> Table:
-    """The end-of-run summary: the result first, then the figures and where things are."""
+    """The end-of-run summary: the result first, then the figures and where things are;
+    ``subagents``: a line per child run (its own figures, not in the run's)."""
     table = Table(show_header=False, box=None, pad_edge=False)
     table.add_column(style="bold", no_wrap=True)
     table.add_column(overflow="fold")
-    style = "green" if status == "done" else "red"
+    style = "red" if status == "failed" else "green"  # "done", or a role's word ("passed")
     table.add_row("result", Text(f"RESULT: {status}" + (f": {reason}" if reason else ""), style))
     table.add_row("card", Text(card_state))
     table.add_row("rounds", str(totals.get("rounds", 0)))
@@ -92,6 +119,8 @@ def summary_table(
         f", output {totals.get('output_tokens', 0):,}",
     )
     table.add_row("seconds", f"{totals.get('seconds', 0):.1f}")
+    for line in subagents:
+        table.add_row("subagent", Text(line))
     # Text, not markup: a commit subject or a path may contain brackets.
     table.add_row("commit", Text(commit or "none"))
     table.add_row("repository", Text(repo))

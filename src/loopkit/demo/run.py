@@ -30,13 +30,33 @@ from loopkit.cards import (
     mark_failed_in_file,
     read_card_text,
 )
+from loopkit.cards.roles import Role
 from loopkit.demo.progress import LiveProgress, summary_table
+from loopkit.demo.role_tools import (
+    DEFAULT_ROLE,
+    NOTES_FOLDER,
+    GroupContext,
+    RoleMemory,
+    SelectedTools,
+    StaticTools,
+    extra_group_sources,
+    find_role,
+    local_tool_filter,
+    needs_local_tools,
+    reference_shelf,
+    role_instructions,
+    take_message,
+)
+from loopkit.demo.role_tools import with_role_limits as with_role_limits  # where callers look
+from loopkit.demo.tester import tester_tools
 from loopkit.demo.workspace import (
     ScratchRepo,
     WorkspaceError,
     check_app_source,
+    check_earlier_repo,
     create_scratch_repo,
     new_run_dir,
+    open_scratch_repo,
     slug,
 )
 from loopkit.errors import CardError, describe_validation_error
@@ -52,13 +72,19 @@ if TYPE_CHECKING:
 _KEY_VARIABLES = {"anthropic/": "ANTHROPIC_API_KEY", "openai/": "OPENAI_API_KEY"}
 
 
-def instructions() -> str:
-    """The system prompt shipped with the package."""
-    return resources.files("loopkit.demo").joinpath("instructions.md").read_text(encoding="utf-8")
+def instructions(role: str = DEFAULT_ROLE) -> str:
+    """The instructions of a bundled role (the ``develop`` role's by default)."""
+    return find_role(RunnerConfig(), role).instructions
 
 
-def bundled_transcripts() -> dict[str, Path]:
+def bundled_transcripts(role: str = DEFAULT_ROLE) -> dict[str, Path]:
+    """The scripted model's transcripts for ``role`` by card name: ``transcripts/<card>.json``
+    for ``develop``, ``transcripts/<role>/<card>.json`` for the other roles."""
     folder = resources.files("loopkit.demo").joinpath("transcripts")
+    if role != DEFAULT_ROLE:
+        folder = folder.joinpath(role)
+        if not folder.is_dir():
+            return {}
     return {
         Path(str(entry)).stem: Path(str(entry))
         for entry in folder.iterdir()
@@ -66,28 +92,33 @@ def bundled_transcripts() -> dict[str, Path]:
     }
 
 
-def transcript_for(config: RunnerConfig, card_path: Path) -> Path:
+def transcript_for(config: RunnerConfig, card_path: Path, role: str = DEFAULT_ROLE) -> Path:
+    """The transcript the scripted model plays: the one given, else the bundled one of the card
+    for ``role``."""
     if config.transcript is not None:
         return config.transcript
-    available = bundled_transcripts()
+    available = bundled_transcripts(role)
     found = available.get(card_path.stem)
     if found is None:
+        of_role = "" if role == DEFAULT_ROLE else f" in the role {role!r}"
         raise CardError(
-            f"the scripted model has no transcript for {card_path.name} (bundled: "
+            f"the scripted model has no transcript for {card_path.name}{of_role} (bundled: "
             f"{', '.join(sorted(available)) or 'none'}). Give one with --transcript, or use a "
             "real model with --model / --config."
         )
     return found
 
 
-def first_line(config: RunnerConfig, card_path: Path) -> str:
+def first_line(config: RunnerConfig, card_path: Path, role: str = DEFAULT_ROLE) -> str:
     """The run's first line: which model answers, and for the scripted model which transcript
-    it plays (the bundled one, or the file given) and whether it checks every tool result."""
+    it plays (the bundled one of the role, or the file given) and whether it checks every tool
+    result."""
     if config.scripted:
+        of_role = "" if role == DEFAULT_ROLE else f"{escape(role)} "
         played = (
             f"the transcript {escape(str(config.transcript))}"
             if config.transcript is not None
-            else f"the bundled transcript for {escape(card_path.name)}"
+            else f"the bundled {of_role}transcript for {escape(card_path.name)}"
         )
         mode = "strict: every tool result checked" if config.strict else "lenient: unchecked"
         return (
@@ -109,13 +140,21 @@ def _check_key(config: RunnerConfig) -> None:
             )
 
 
-def make_model(config: RunnerConfig, card_path: Path) -> ChatClient:
+def role_line(role: Role) -> str:
+    """The run's second line: the role it takes and where its file is."""
+    where = f" ({escape(str(role.path))})" if role.path is not None else ""
+    return f"[bold]Role: {escape(role.name)}[/bold]{where}: {escape(role.description)}"
+
+
+def make_model(config: RunnerConfig, card_path: Path, role: str = DEFAULT_ROLE) -> ChatClient:
     """The bare model client the config names (the scripted model plays its transcript)."""
     if config.scripted:
         from loopkit.providers.scripted import ScriptedChatClient
 
         return ScriptedChatClient(
-            transcript_for(config, card_path), strict=config.strict, require_offered=config.strict
+            transcript_for(config, card_path, role),
+            strict=config.strict,
+            require_offered=config.strict,
         )
     _check_key(config)
     from loopkit.providers.litellm import LiteLLMChatClient
@@ -158,17 +197,33 @@ def _window_readiness(config: RunnerConfig) -> dict[str, Any]:
     return {"app_ready": {"kind": "command", "command": probe, "timeout_s": 30, "interval_s": 0.05}}
 
 
+def role_folders(role: Role | None, app_folder: str) -> tuple[list[str], list[str]]:
+    """The folders a role's file tools may read and write: the app and ``docs/``, the role's
+    ``writes`` and, with the memory group, ``notes/`` (so git_commit commits the notes)."""
+    if role is None:
+        return [app_folder, "docs"], [app_folder]
+    writes = role.write_folders(app_folder) + ([NOTES_FOLDER] if role.has("memory") else [])
+    reads = [app_folder, "docs", *writes]
+    return list(dict.fromkeys(reads)), list(dict.fromkeys(writes))
+
+
 def tools_config(
-    config: RunnerConfig, *, root: Path, app_folder: str, run_dir: Path
+    config: RunnerConfig, *, root: Path, app_folder: str, run_dir: Path, role: Role | None = None
 ) -> tuple[ModuleType, Any]:
     """The tools provider module and its validated ``ToolsConfig`` for a run in ``root``."""
     module = _tools_module(config)
     if not isinstance(config.tools.get("app_env", {}), dict):
         raise ConfigError('[tools]: app_env: expected a table of NAME = "value"')
+    reads, writes = role_folders(role, app_folder)
+    if role is not None and role.has("memory") and not hasattr(module, "MemoryTools"):
+        raise ConfigError(
+            f"role {role.name!r} has the memory group, but tools_provider {config.tools_provider!r}"
+            " has no MemoryTools"
+        )
     settings: dict[str, Any] = {
         "root": root,
-        "read_folders": [app_folder, "docs"],
-        "write_folders": [app_folder],
+        "read_folders": reads,
+        "write_folders": writes or [app_folder],
         "app_output_file": run_dir / "app-output.log",
         **_window_readiness(config),
         **config.tools,
@@ -184,13 +239,25 @@ def tools_config(
         raise ConfigError(f"[tools]: {describe_validation_error(e)}") from None
 
 
-def local_tools(config: RunnerConfig, scratch: ScratchRepo) -> ToolSource:
-    """The local tools from the configured provider module (``loopkit_tools`` by default)."""
+def local_tools(config: RunnerConfig, scratch: ScratchRepo, role: Role | None = None) -> ToolSource:
+    """The local tools from the configured provider module (``loopkit_tools`` by default); the
+    role's folders exist (git_commit stages only folders that do)."""
     module, settings = tools_config(
-        config, root=scratch.repo, app_folder=scratch.app_folder, run_dir=scratch.run_dir
+        config, root=scratch.repo, app_folder=scratch.app_folder, run_dir=scratch.run_dir, role=role
     )
+    for folder in settings.write_folders:
+        (scratch.repo / folder).mkdir(parents=True, exist_ok=True)
     tools: ToolSource = module.LocalTools(settings)
     return tools
+
+
+def role_memory(config: RunnerConfig, scratch: ScratchRepo) -> RoleMemory | None:
+    """The memory of the run's repository (None: the tools provider has none). Its search index
+    is in the run's folder, outside the repository."""
+    module = _tools_module(config)
+    if not hasattr(module, "MemoryTools"):
+        return None
+    return RoleMemory(module, scratch.repo, scratch.run_dir / "memory-index")
 
 
 def _check_creatable(path: Path, what: str) -> None:
@@ -232,14 +299,14 @@ def check_log_destination(config: RunnerConfig) -> None:
     _check_creatable(config.runs_dir / "run", "runs_dir")
 
 
-def check_model(config: RunnerConfig, card_path: Path) -> None:
+def check_model(config: RunnerConfig, card_path: Path, role: str = DEFAULT_ROLE) -> None:
     """The model can be made: the transcript loads (scripted) or the key is there (litellm)."""
     if not config.scripted:
         _check_key(config)
         return
     from loopkit.providers.scripted import Script
 
-    path = transcript_for(config, card_path)
+    path = transcript_for(config, card_path, role)
     try:
         Script.load(path)
     except ValueError as e:  # the scripted model's own loader: missing, not JSON, wrong shape
@@ -261,17 +328,27 @@ def check_durable(config: RunnerConfig) -> None:
         _check_creatable(Path(url.removeprefix("sqlite:///")), "database (durable runs)")
 
 
-def check_settings(config: RunnerConfig, card_path: Path) -> None:
+def check_settings(
+    config: RunnerConfig, card_path: Path, role: Role | None = None, repo: Path | None = None
+) -> None:
     """Every setting of a run, checked before a desktop starts or anything is created.
 
     Raises :class:`ConfigError`, :class:`CardError` (no transcript for the card) or
-    :class:`WorkspaceError` (app_source): bad input, exit status 2.
+    :class:`WorkspaceError` (app_source, ``repo``): bad input, exit status 2.
     """
     check_log_destination(config)
     check_app_source(config.app_source)
+    if repo is not None:
+        check_earlier_repo(repo, config.app_source.name)
     run_dir = config.runs_dir / "checking"  # a stand-in: nothing is created
-    tools_config(config, root=run_dir / "repo", app_folder=config.app_source.name, run_dir=run_dir)
-    check_model(config, card_path)
+    tools_config(
+        config,
+        root=run_dir / "repo",
+        app_folder=config.app_source.name,
+        run_dir=run_dir,
+        role=role,
+    )
+    check_model(config, card_path, role.name if role is not None else DEFAULT_ROLE)
 
 
 def read_card(config: RunnerConfig, card_path: Path) -> str:
@@ -323,27 +400,59 @@ def card_runner(
     scratch: ScratchRepo,
     log: RunLog,
     *,
+    role: Role | None = None,
+    memory: RoleMemory | None = None,
+    message: str | None = None,
+    tester: ToolSource | None = None,
     durable: bool = False,
+    transcript: Path | None = None,
     ui: ToolSource | None = None,
 ) -> CardRunner:
-    """The runner of one demo run: the demo's instructions, the local tools and the UI server
-    (``ui``, e.g. already starting; by default the configured one), the limits, retries for a
-    real model. ``durable``: inside a durable workflow (each model request and tool call a
-    checkpoint, retries inside the request's checkpoint)."""
+    """The runner of one demo run in ``role`` (default: develop): the role's instructions with
+    the feedback rules of its scope (from ``memory``), the tools of its groups only (local tools,
+    the UI server, the memory; ``read_reference`` always), the limits, retries for a real model.
+    ``message`` comes with the card; ``tester``: the tester's tools
+    (:func:`~loopkit.demo.tester.tester_tools`), offered to a role with the ``tester`` group.
+    ``ui``: the UI server of a role with the ``ui`` group (e.g. already starting); by default
+    the configured one. The model is offered its core tools and ``load_tools`` for the rest
+    (:class:`~loopkit.middleware.tool_disclosure.ToolDisclosure`).
+    ``durable``: inside a durable workflow (each model request and tool call a checkpoint,
+    retries inside the request's checkpoint). ``transcript``: the one the scripted model plays
+    (a subagent's own transcript lies beside it)."""
     from loopkit.cards import CardRunner, MCPToolSource, RunLimits
     from loopkit.middleware.retry import RetryPolicy
     from loopkit.middleware.tool_disclosure import ToolDisclosure
 
-    ui = ui or MCPToolSource(ui_server_for(config, scratch.run_dir))
-    sources: list[ToolSource] = [tools, ui]
+    role = role or find_role(config, DEFAULT_ROLE)
+    sources: list[ToolSource] = []
+    if needs_local_tools(role):
+        sources.append(SelectedTools(tools, local_tool_filter(role)))
+    if role.has("ui"):
+        sources.append(ui or MCPToolSource(ui_server_for(config, scratch.run_dir)))
+    if role.has("tester"):
+        sources.append(
+            tester or tester_tools(config, scratch, tools, scratch.repo.name, run_log=log.path)
+        )
+    sources.append(StaticTools([reference_shelf(config).tool()]))
+    context = GroupContext(
+        config, role, scratch.repo, scratch.run_dir, scratch.app_folder, log, transcript
+    )
+    sources += extra_group_sources(context)
+    rules = memory.rules(role.rules_scope) if memory is not None else []
+    if memory is not None:
+        sources.append(memory.source(offered=role.has("memory")))
     retry = None if config.scripted else RetryPolicy(max_attempts=config.retries)
     settings: dict[str, Any] = {
-        "instructions": instructions(),
+        "instructions": role_instructions(role, rules),
         "log": log,
         "limits": RunLimits(config.max_rounds, config.max_tokens, config.max_output_tokens),
         "model_name": config.model,
         "sampling": {"temperature": config.temperature} if config.temperature is not None else {},
         "disclosure": ToolDisclosure(config.core_tools, defer=config.defer_tools),
+        "success_word": role.success_word,
+        "offered_rules": [number for number, _ in rules],
+        "metadata": {"role": role.name},
+        "message": message,
     }
     if not durable:
         return CardRunner(model, sources=sources, retry=retry, **settings)
@@ -365,26 +474,48 @@ def card_runner(
 
 
 def _set_up(
-    config: RunnerConfig, card_path: Path, run_dir: Path
+    config: RunnerConfig,
+    card_path: Path,
+    role: Role,
+    repo: Path | None,
+    run_dir: Path,
 ) -> tuple[ChatClient, ScratchRepo, ToolSource]:
-    """The model, the scratch repository (in ``run_dir``) and the local tools of a run."""
-    model = make_model(config, card_path)
-    scratch = create_scratch_repo(
-        config.app_source, config.runs_dir, card_path.stem, run_dir=run_dir
-    )
-    return model, scratch, local_tools(config, scratch)
+    """The model, the scratch repository (in ``run_dir``; continuing in ``repo`` when given)
+    and the local tools of a run in ``role``."""
+    model = make_model(config, card_path, role.name)
+    if repo is not None:
+        scratch = open_scratch_repo(
+            repo, config.runs_dir, run_dir.name, config.app_source.name, run_dir=run_dir
+        )
+    else:
+        scratch = create_scratch_repo(
+            config.app_source, config.runs_dir, card_path.stem, run_dir=run_dir
+        )
+    return model, scratch, local_tools(config, scratch, role)
 
 
-async def run_demo(config: RunnerConfig, card: Card, console: Console) -> int:
-    """Run ``card`` (checked by :func:`check_settings` and :func:`read_card` before): first
-    line, live line, summary; returns the exit status."""
+async def run_demo(
+    config: RunnerConfig,
+    card: Card,
+    console: Console,
+    *,
+    role: Role | None = None,
+    repo: Path | None = None,
+    message: str | None = None,
+) -> int:
+    """Run ``card`` in ``role`` (checked by :func:`check_settings` and :func:`read_card`
+    before): first line, live line, summary; returns the exit status. ``repo``: continue in the
+    repository of an earlier run instead of a new copy of the app; ``message``: comes with the
+    card (one that starts with "remember" adds a feedback rule of the role's scope)."""
+    role = role or find_role(config, DEFAULT_ROLE)
     from loopkit.cards import CardRunOutcome, RunResult
     from loopkit.middleware.run_log import RunLog
     from loopkit.middleware.transcript_recorder import TranscriptRecorder
 
     assert card.path is not None
     card_path = card.path
-    console.print(first_line(config, card_path))
+    console.print(first_line(config, card_path, role.name))
+    console.print(role_line(role))
     if not config.scripted:
         from loopkit.providers.litellm import start_background_import
 
@@ -396,33 +527,52 @@ async def run_demo(config: RunnerConfig, card: Card, console: Console) -> int:
     if config.durable:
         from loopkit.demo.durable import run_durable_demo
 
-        return await run_durable_demo(config, card, console)
+        return await run_durable_demo(config, card, console, role=role, repo=repo, message=message)
     from loopkit.cards.early_source import EarlyToolSource
     from loopkit.cards.runner import MCPToolSource
 
-    # The UI server takes about a second to start: start it first, and make the model, the
-    # scratch repository and the local tools meanwhile (in a thread, so the loop runs its start).
-    run_dir = new_run_dir(config.runs_dir, card_path.stem)
-    ui = EarlyToolSource(MCPToolSource(ui_server_for(config, run_dir)))
-    ui.start()
+    # The UI server takes about a second to start: a role with the UI starts it first, and the
+    # model, the scratch repository and the local tools are made meanwhile (in a thread, so the
+    # loop runs its start).
+    name = f"{card_path.stem}-{role.name}" if repo is not None else card_path.stem
+    run_dir = new_run_dir(config.runs_dir, name)
+    ui: EarlyToolSource | None = None
+    if role.has("ui"):
+        ui = EarlyToolSource(MCPToolSource(ui_server_for(config, run_dir)))
+        ui.start()
     recorder: TranscriptRecorder | None = None
     try:
-        model, scratch, tools = await asyncio.to_thread(_set_up, config, card_path, run_dir)
+        model, scratch, tools = await asyncio.to_thread(
+            _set_up, config, card_path, role, repo, run_dir
+        )
+        if config.record_transcript is not None:
+            recorder = TranscriptRecorder(model, description=f"Recorded run of {card.title!r}.")
+            model = recorder
+        memory = role_memory(config, scratch)
+        message = take_message(memory, role, message, console)
+        log_path = config.log or scratch.run_dir / "run.jsonl"
+        tester = (
+            tester_tools(config, scratch, tools, card.title, run_log=log_path)
+            if role.has("tester")
+            else None
+        )
     except (WorkspaceError, CardError, ConfigError, OSError) as e:
-        await ui.aclose()
+        if ui is not None:
+            await ui.aclose()
         console.print(f"[red]error:[/red] {escape(str(e))}")
         return 2
     except BaseException:
-        await ui.aclose()
+        if ui is not None:
+            await ui.aclose()
         raise
-    if config.record_transcript is not None:
-        recorder = TranscriptRecorder(model, description=f"Recorded run of {card.title!r}.")
-        model = recorder
-    log_path = config.log or scratch.run_dir / "run.jsonl"
     base = scratch.head()
     try:
         with RunLog(log_path) as log:
-            runner = card_runner(config, model, tools, scratch, log, ui=ui)
+            played = transcript_for(config, card_path, role.name) if config.scripted else None
+            runner = card_runner(
+                config, model, tools, scratch, log, role=role, memory=memory, message=message,
+                tester=tester, ui=ui, transcript=played,
+            )  # fmt: skip
             progress = LiveProgress(console, config.max_rounds)
             log.subscribe(progress.on_event)
             interrupted = False
@@ -439,12 +589,17 @@ async def run_demo(config: RunnerConfig, card: Card, console: Console) -> int:
                     except CardError:
                         reloaded = None  # the summary then says Failed, as the runner wrote
                     outcome = CardRunOutcome(
-                        result=RunResult(status="failed", reason="the run was interrupted"),
+                        result=RunResult(
+                            status="failed",
+                            reason="the run was interrupted",
+                            success_word=role.success_word,
+                        ),
                         card=reloaded,
                         totals=log.totals(),
                     )
     finally:
-        await ui.aclose()  # when the run never entered it (it closes what it entered)
+        if ui is not None:
+            await ui.aclose()  # when the run never entered it (it closes what it entered)
     if recorder is not None and config.record_transcript is not None:
         saved = recorder.save(config.record_transcript)
         console.print(f"transcript of {len(recorder.turns)} turns recorded in {escape(str(saved))}")
@@ -453,15 +608,19 @@ async def run_demo(config: RunnerConfig, card: Card, console: Console) -> int:
     result: RunResult = outcome.result
     console.print(
         summary_table(
-            status=result.status,
+            status=result.word,
             reason=result.reason,
             totals=outcome.totals,
             card_state=outcome.card.state.value if outcome.card else "Failed",
             commit=commit,
             log_path=str(log_path),
             repo=str(scratch.repo),
+            subagents=progress.subagents,
         )
     )
+    report = getattr(tester, "report_path", None)
+    if report is not None:
+        console.print(f"[bold]Test report:[/bold] {escape(str(report))}")
     if interrupted:
         return 130
     return 0 if result.done else 1

@@ -117,3 +117,36 @@ def create_scratch_repo(
     scratch.git("add", "-A")
     scratch.git("commit", "-q", "-m", "Initial copy of the app")
     return scratch
+
+
+def open_scratch_repo(
+    repo: Path, runs_dir: Path, name: str, app_folder: str, *, run_dir: Path | None = None
+) -> ScratchRepo:
+    """A new run folder under ``runs_dir`` (``run_dir`` when given, e.g. chosen before by
+    :func:`new_run_dir`) for a run that continues in ``repo``, the repository of an earlier run
+    (e.g. a ``test`` run after the ``develop`` run of the same card)."""
+    check_earlier_repo(repo, app_folder)
+    run_dir = run_dir or new_run_dir(runs_dir, name)
+    run_dir.mkdir(parents=True)
+    return ScratchRepo(run_dir=run_dir, repo=repo.resolve(), app_folder=app_folder)
+
+
+def check_earlier_repo(repo: Path, app_folder: str) -> None:
+    """``repo`` is the top of a git repository with the app's folder in it."""
+    if not repo.is_dir():
+        raise WorkspaceError(f"--repo {repo}: not a folder (give the 'repository' of a run)")
+    done = subprocess.run(
+        ["git", "rev-parse", "--show-toplevel"],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    top = Path(done.stdout.strip()) if done.returncode == 0 else None
+    if top is None or top.resolve() != repo.resolve():
+        raise WorkspaceError(
+            f"--repo {repo}: not the top folder of a git repository (give the 'repository' "
+            "folder a run's summary names)"
+        )
+    if not (repo / app_folder).is_dir():
+        raise WorkspaceError(f"--repo {repo}: it has no {app_folder}/ folder (the app)")

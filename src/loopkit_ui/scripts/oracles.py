@@ -18,10 +18,12 @@ from __future__ import annotations
 import re
 import signal
 from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
 
 from loopkit_ui.backends import (
     Locator,
+    TreeNode,
     UIBackend,
     UIError,
     UITimeoutError,
@@ -33,7 +35,7 @@ from loopkit_ui.scripts.model import OracleConfig
 from loopkit_ui.scripts.system_log import SystemLogSource
 from loopkit_ui.scripts.window_events import WindowEvent, WindowEventSource
 
-__all__ = ["OracleSuite", "WindowContent", "read_window"]
+__all__ = ["OracleSuite", "WindowContent", "read_window", "window_content", "window_finding"]
 
 _BUTTON_ROLES = frozenset({"push button", "button", "toggle button"})
 _LOG_PREFIX = re.compile(r"^\d{4}-\d\d-\d\d[ T][\d:.,]+\s+(?:[A-Z]+\s+)?")
@@ -51,7 +53,12 @@ class WindowContent:
 
 def read_window(backend: UIBackend, key: str) -> WindowContent | None:
     """Read the window whose tree key is ``key`` (None when it is gone)."""
-    nodes = backend.snapshot(node_budget=3000).nodes
+    return window_content(backend.snapshot(node_budget=3000).nodes, key)
+
+
+def window_content(nodes: Sequence[TreeNode], key: str) -> WindowContent | None:
+    """The texts and buttons of the window ``key`` among a snapshot's ``nodes`` (None when it
+    is not there). The tester's tools read a saved tree with it, as the oracles read a live one."""
     inside = {key}
     window = None
     texts: list[str] = []
@@ -73,7 +80,9 @@ def read_window(backend: UIBackend, key: str) -> WindowContent | None:
     return WindowContent(key, window.name, texts, buttons)
 
 
-def _window_finding(oracle: str, title: str, content: WindowContent | None, step: str) -> Finding:
+def window_finding(oracle: str, title: str, content: WindowContent | None, step: str) -> Finding:
+    """The finding for a new window: ``crash_dialog`` when its content shows a crash (an
+    exception type, a stack line, continue and quit buttons), else ``new_window``."""
     if content is None:
         return Finding(
             kind="new_window",
@@ -316,11 +325,11 @@ class OracleSuite:
                     continue  # two events for one window
                 self._known.add(event.key)
                 if event.key not in tops:
-                    found.append(_window_finding("window_event", event.title, None, step))
+                    found.append(window_finding("window_event", event.title, None, step))
                 elif budget[tops[event.key]] > 0:
                     budget[tops[event.key]] -= 1
                     content = read_window(backend, event.key)
-                    found.append(_window_finding("window_event", event.title, content, step))
+                    found.append(window_finding("window_event", event.title, content, step))
         if "window_poll" in self.enabled:
             for signature, missing in (+budget).items():
                 keys = [k for k, sig in tops.items() if sig == signature]
@@ -328,9 +337,9 @@ class OracleSuite:
                 for key in unseen[-missing:] if unseen else []:
                     self._known.add(key)
                     content = read_window(backend, key)
-                    found.append(_window_finding("window_poll", signature[0], content, step))
+                    found.append(window_finding("window_poll", signature[0], content, step))
                 if not keys:
-                    found.append(_window_finding("window_poll", signature[0], None, step))
+                    found.append(window_finding("window_poll", signature[0], None, step))
         self._known |= set(tops)
         return found
 

@@ -1,0 +1,446 @@
+"""The board's service: cards, the run queue, runs, their progress and a chat per run.
+
+One object both front-ends (the web board, the Slack bot) are built on; it holds no web code.
+Everything it knows lives on disk (the card files, the durable runs' database, the chat
+sessions' SQLite file), so a restarted board or bot finds every run, queue place and chat again.
+
+API (all of it; ``async`` methods need the service started: ``async with BoardService(...)``)::
+
+    service = BoardService(cards_dir, config=RunnerConfig(...), data_dir=None,
+                           chat_model="offline")
+    async with service:                                   # starts the durable runtime (DBOS)
+        service.roles                                     # ("develop", "test", ...): default first
+        service.default_role
+        service.list_cards() -> list[CardEntry]           # name, path, title, state, category,
+                                                          # body, text, error (unparseable: error)
+        service.get_card(name) -> CardEntry
+        service.create_card(title, body, category=None, name=None) -> CardEntry  # state New
+        service.save_card(name, text) -> CardEntry        # whole text, checked before written
+        await service.enqueue(card, role=None) -> QueuedRun   # card: a name in the folder or a
+                                                          # path; .run_id .created .position
+        await service.queue_position(run_id) -> int | None    # 1 = next; None: not queued
+        await service.active_runs() -> dict[str, ActiveRun]  # card path -> queued/running run
+        await service.cancel(run_id) -> CardRunRecord     # a queued or running run
+        await service.list_runs(limit=None) -> list[CardRunRecord]   # newest first
+        await service.get_run(run_id) -> CardRunRecord | None
+        await service.run_details(run_id) -> RunDetails | None  # record, prepared (card text,
+                                                          # run folder, log), artifacts
+        await service.report(run_id) -> Path | None       # the run's self-contained HTML report
+        async for event in service.follow(run_id, after=-1): ...  # RunEvent(seq, kind, data,
+                                                          # time) until the run ends
+        async for piece in service.ask(run_id, question, session_id=None): ...  # answer text
+        await service.chat_history(run_id, session_id=None) -> list[ChatMessage]  # questions
+                                                          # and answers after the run's own
+        await service.findings() -> list[dict]            # fingerprints, count across runs
+
+Errors a user can cause (unknown card, bad card text, unknown role, no transcript for the
+scripted model, unknown run) raise :class:`BoardError` with a message naming the input.
+
+``follow`` kinds: ``queued`` {position}, ``state`` {state}, ``start``, ``round`` {round, ms,
+input_tokens, output_tokens, cached_input_tokens, calls, text}, ``tool`` {name, arguments, ms,
+error, result (short)}, ``error``, ``interrupted``, ``resumed``, ``result`` {status, reason,
+totals}, and last ``end`` {state, reason}. See :mod:`loopkit_board.feed`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from loopkit.abstractions.content import ChatMessage, ChatRole
+from loopkit.cards.card import Card
+from loopkit.cards.config import ConfigError, RunnerConfig
+from loopkit.errors import CardError, LoopkitError
+from loopkit_board.artifacts import RunArtifacts, merge_findings, run_artifacts
+from loopkit_board.cards import CardEntry, CardFolder
+from loopkit_board.feed import RunEvent, RunFeed
+
+if TYPE_CHECKING:
+    from loopkit.cards.durable import CardRunRecord, PreparedRun
+    from loopkit.durable.runtime import DurableRuntime
+
+__all__ = [
+    "ActiveRun",
+    "BoardError",
+    "BoardService",
+    "CardEntry",
+    "QueuedRun",
+    "RunDetails",
+    "RunEvent",
+]
+
+#: The file of the chat sessions, in the data folder.
+CHATS_FILE = "chats.sqlite"
+
+
+class BoardError(LoopkitError):
+    """Bad input to the board (a card, a role, a run id): the message says what was expected."""
+
+
+@dataclass(frozen=True, slots=True)
+class QueuedRun:
+    """A run put on the queue: its id, whether it is new (False: the card already had a queued
+    or running run, returned instead), and its place (1 = next; None once a worker took it)."""
+
+    run_id: str
+    created: bool
+    position: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class ActiveRun:
+    """A card's queued or running run: its id, state and place in the queue (when queued)."""
+
+    run_id: str
+    state: str
+    position: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class RunDetails:
+    """Everything the run page shows about one run."""
+
+    record: CardRunRecord
+    prepared: PreparedRun | None
+    artifacts: RunArtifacts
+    position: int | None
+
+
+class BoardService:
+    """Cards of one folder, runs on the durable queue, their progress and chats (see the module's
+    docstring for the whole API)."""
+
+    def __init__(
+        self,
+        cards_dir: str | Path,
+        *,
+        config: RunnerConfig | None = None,
+        data_dir: str | Path | None = None,
+        chat_model: str = "offline",
+        log_poll: float = 0.1,
+    ) -> None:
+        self.config = config if config is not None else RunnerConfig()
+        self.cards = CardFolder(cards_dir, max_bytes=self.config.max_card_bytes)
+        self.data_dir = Path(data_dir) if data_dir is not None else self.config.runs_dir
+        self.chat_model = chat_model
+        self.log_poll = log_poll
+        self._runtime: DurableRuntime | None = None
+        self._feeds: dict[str, RunFeed] = {}
+        self._prepared: dict[str, PreparedRun] = {}
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    async def start(self) -> None:
+        """Open the durable runs' database (created on first use)."""
+        from loopkit.demo.durable import database_for
+        from loopkit.durable.runtime import DurableRuntime, process_executor_id
+
+        if self._runtime is not None:
+            return
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self.config.runs_dir.mkdir(parents=True, exist_ok=True)
+        runtime = DurableRuntime(
+            database_for(self.config),
+            executor_id=process_executor_id("board"),
+            log_level="ERROR",
+        )
+        await runtime.start()
+        self._runtime = runtime
+
+    async def stop(self) -> None:
+        """Close the database (runs go on in their workers)."""
+        runtime, self._runtime = self._runtime, None
+        if runtime is not None:
+            await runtime.stop()
+
+    async def __aenter__(self) -> BoardService:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+    @property
+    def runtime(self) -> DurableRuntime:
+        if self._runtime is None:
+            raise BoardError("the board service is not started: use `async with service:`")
+        return self._runtime
+
+    # -- cards -------------------------------------------------------------------------------
+    @property
+    def roles(self) -> tuple[str, ...]:
+        """The roles a run can take (the default first), as the application knows them."""
+        from loopkit_board.roles import available_roles
+
+        return available_roles(self.config)
+
+    @property
+    def default_role(self) -> str:
+        from loopkit_board.roles import default_role
+
+        return default_role(self.config)
+
+    def list_cards(self) -> list[CardEntry]:
+        """Every card of the folder (an unparseable one with its ``error``)."""
+        return self.cards.list()
+
+    def get_card(self, name: str) -> CardEntry:
+        try:
+            return self.cards.get(name)
+        except CardError as e:
+            raise BoardError(str(e)) from None
+
+    def create_card(
+        self, title: str, body: str, category: str | None = None, name: str | None = None
+    ) -> CardEntry:
+        """A new card file (state New): ``name`` (a file name; ``.md`` added when missing),
+        else named after its title."""
+        try:
+            return self.cards.create(title, body, category=category, name=name)
+        except CardError as e:
+            raise BoardError(str(e)) from None
+
+    def save_card(self, name: str, text: str) -> CardEntry:
+        """Replace card ``name`` with ``text`` (front matter and body); nothing is written when
+        ``text`` is not a valid card."""
+        try:
+            return self.cards.write(name, text)
+        except CardError as e:
+            raise BoardError(str(e)) from None
+
+    def card_path(self, card: str | Path) -> Path:
+        """A card given as a name in the folder, or as a path."""
+        if isinstance(card, str) and "/" not in card and (self.cards.folder / card).is_file():
+            return self.cards.folder / card
+        path = Path(card)
+        if not path.is_file():
+            raise BoardError(
+                f"card {str(card)!r}: no such card file (a name in the folder, or a path)"
+            )
+        return path
+
+    # -- the queue ---------------------------------------------------------------------------
+    async def enqueue(self, card: str | Path, role: str | None = None) -> QueuedRun:
+        """Queue a run of ``card`` in ``role`` (default: the first role); a card with a queued
+        or running run returns that run."""
+        from loopkit.cards.durable import CardRunRequest
+        from loopkit.cards.queue import enqueue_card_run
+        from loopkit_board.roles import RoleProblem, check_run
+
+        path = self.card_path(card)
+        role = role or self.default_role
+        try:
+            Card.load(path, max_bytes=self.config.max_card_bytes)
+            config = check_run(self.config, path, role)
+            request = CardRunRequest.create(path, role=role, config=config)
+        except (CardError, ConfigError, RoleProblem) as e:
+            raise BoardError(str(e)) from None
+        done = await enqueue_card_run(self.runtime, request)
+        return QueuedRun(done.run_id, done.created, await self.queue_position(done.run_id))
+
+    async def cancel(self, run_id: str) -> CardRunRecord:
+        """Cancel a queued or running run (its worker stops it within half a second; a card
+        it had set In Work becomes Failed); returns its record before. :class:`BoardError`
+        for an unknown or ended run."""
+        from loopkit.cards.queue import cancel_card_run
+        from loopkit.durable.errors import DurableError
+
+        try:
+            return await cancel_card_run(self.runtime, run_id)
+        except DurableError as e:
+            raise BoardError(str(e)) from None
+
+    async def active_runs(self) -> dict[str, ActiveRun]:
+        """The queued and running card runs by card path (one query, no checkpoints read):
+        what the board shows on each card."""
+        from loopkit.cards.durable import CARD_RUN_WORKFLOW
+
+        found = await self.runtime.list_runs(
+            workflow=CARD_RUN_WORKFLOW, status=["ENQUEUED", "PENDING"], newest_first=False
+        )
+        positions = await self.queue_positions()
+        active: dict[str, ActiveRun] = {}
+        for run in found:
+            args = run.inputs.get("args") or []
+            card = args[0].get("card") if args and isinstance(args[0], dict) else None
+            if isinstance(card, str):
+                active[card] = ActiveRun(run.run_id, run.state, positions.get(run.run_id))
+        return active
+
+    async def queue_positions(self) -> dict[str, int]:
+        """Every queued card run's place (1 = next), oldest first."""
+        from loopkit.cards.durable import CARD_RUN_WORKFLOW
+        from loopkit.cards.queue import CARD_QUEUE
+
+        queued = await self.runtime.list_runs(
+            workflow=CARD_RUN_WORKFLOW, status="ENQUEUED", newest_first=False
+        )
+        ids = [r.run_id for r in queued if r.queue == CARD_QUEUE]
+        return {run_id: i + 1 for i, run_id in enumerate(ids)}
+
+    async def queue_position(self, run_id: str) -> int | None:
+        return (await self.queue_positions()).get(run_id)
+
+    # -- runs --------------------------------------------------------------------------------
+    async def list_runs(self, limit: int | None = None) -> list[CardRunRecord]:
+        from loopkit.cards.durable import list_card_runs
+
+        return await list_card_runs(self.runtime, limit=limit)
+
+    async def get_run(self, run_id: str) -> CardRunRecord | None:
+        from loopkit.cards.durable import get_card_run
+
+        return await get_card_run(self.runtime, run_id)
+
+    async def prepared(self, run_id: str) -> PreparedRun | None:
+        """What the run's preparation recorded (card text, run folder, log), once it ran."""
+        found = self._prepared.get(run_id)
+        if found is not None:
+            return found
+        from loopkit.cards.durable import PREPARE_STEP, PreparedRun
+
+        for step in await self.runtime.steps(run_id):
+            if step.name == PREPARE_STEP and isinstance(step.output, str):
+                found = PreparedRun.model_validate_json(step.output)
+                self._prepared[run_id] = found
+                return found
+        return None
+
+    async def run_details(self, run_id: str) -> RunDetails | None:
+        record = await self.get_run(run_id)
+        if record is None:
+            return None
+        prepared = await self.prepared(run_id)
+        artifacts = run_artifacts(
+            prepared.run_dir if prepared else None, base=prepared.base if prepared else None
+        )
+        position = await self.queue_position(run_id) if record.state == "queued" else None
+        return RunDetails(record, prepared, artifacts, position)
+
+    def follow(self, run_id: str, after: int = -1) -> AsyncIterator[RunEvent]:
+        """The run's events from ``after`` + 1 on (all by default), live until it ends. Every
+        follower of a run shares one reader."""
+        feed = self._feeds.get(run_id)
+        if feed is None:
+            feed = RunFeed(
+                run_id,
+                lambda: self._probe(run_id),
+                log_poll=self.log_poll,
+                on_idle=self._drop_feed,
+            )
+            self._feeds[run_id] = feed
+        return feed.subscribe(after)
+
+    def _drop_feed(self, feed: RunFeed) -> None:
+        if self._feeds.get(feed.run_id) is feed:
+            del self._feeds[feed.run_id]
+
+    async def _probe(self, run_id: str) -> tuple[str, int | None, Path | None, str | None]:
+        run = await self.runtime.get_run(run_id)
+        if run is None:
+            return "failed", None, None, f"there is no run {run_id!r}"
+        prepared = await self.prepared(run_id)
+        log = Path(prepared.log_path) if prepared is not None else None
+        state: str = run.state
+        reason: str | None = None
+        if run.finished:
+            record = await self.get_run(run_id)
+            if record is not None:
+                state, reason = record.state, record.reason
+            else:
+                state = "failed" if state == "succeeded" else state
+        position = await self.queue_position(run_id) if state == "queued" else None
+        return state, position, log, reason
+
+    async def report(self, run_id: str) -> Path | None:
+        """The run's HTML report (self-contained; written in its run folder, again at each
+        call), or None before the run has started."""
+        from loopkit_board.report import write_report
+
+        record = await self.get_run(run_id)
+        prepared = await self.prepared(run_id)
+        if record is None or prepared is None:
+            return None
+        return write_report(record, prepared)
+
+    # -- chat --------------------------------------------------------------------------------
+    def _session(self, run_id: str, session_id: str | None) -> Any:
+        from loopkit.sessions.sqlite import SQLiteSession
+
+        return SQLiteSession(self.data_dir / CHATS_FILE, session_id or f"run:{run_id}")
+
+    async def ask(
+        self, run_id: str, question: str, *, session_id: str | None = None
+    ) -> AsyncIterator[str]:
+        """Ask about a run: the run's conversation (seeded into the chat's session the first
+        time) plus every earlier question and answer go to the chat model; the answer streams
+        back piece by piece and is stored with the question."""
+        from loopkit.agents import Agent, TextDelta
+        from loopkit.cards.runner import CARD_PREFIX
+        from loopkit_board.chat import (
+            CHAT_INSTRUCTIONS,
+            as_plain_text,
+            chat_model,
+            conversation_from_log,
+            is_offline,
+        )
+
+        if not question.strip():
+            raise BoardError("the question is empty")
+        prepared = await self.prepared(run_id)
+        if prepared is None:
+            if await self.get_run(run_id) is None:
+                raise BoardError(f"there is no run {run_id!r}")
+            raise BoardError(f"run {run_id} has not started yet; ask once it has")
+        agent = Agent(
+            chat_model(self.chat_model, api_base=self.config.api_base),
+            instructions=CHAT_INSTRUCTIONS,
+            max_rounds=1,
+        )
+        run_text = conversation_from_log(CARD_PREFIX + prepared.card_text, Path(prepared.log_path))
+        async with self._session(run_id, session_id) as session:
+            meta = await session.get_metadata()
+            taken = int(meta.get("run_messages", 0))
+            if len(run_text) > taken:
+                # The run's messages the chat has not seen: all of it the first time, then what
+                # the run did since the last question (a run asked about while it runs).
+                new = run_text[taken:]
+                if taken:
+                    note = "[the run went on since the last question:]"
+                    new = [ChatMessage.from_text(ChatRole.USER, note), *new]
+                if not is_offline(self.chat_model):
+                    new = as_plain_text(new)
+                stored = len(await session.get_messages())
+                await session.add_messages(new)
+                parts = [*meta.get("run_parts", []), [stored, stored + len(new)]]
+                await session.set_metadata(
+                    {"run_id": run_id, "run_messages": len(run_text), "run_parts": parts}
+                )
+            async for event in agent.run_stream(question, session=session):
+                if isinstance(event, TextDelta):
+                    yield event.text
+
+    async def chat_history(self, run_id: str, session_id: str | None = None) -> list[ChatMessage]:
+        """The chat's questions and answers (without the run's own messages)."""
+        async with self._session(run_id, session_id) as session:
+            meta = await session.get_metadata()
+            messages: list[ChatMessage] = await session.get_messages()
+        run_own = {i for start, end in meta.get("run_parts", []) for i in range(start, end)}
+        return [m for i, m in enumerate(messages) if i not in run_own]
+
+    # -- findings ----------------------------------------------------------------------------
+    async def findings(self) -> list[dict[str, Any]]:
+        """Findings of every run's test scripts (and of ``runs_dir/results.sqlite``), one row
+        per fingerprint with its count across runs."""
+        dbs: list[Path] = []
+        shared = self.config.runs_dir / "results.sqlite"
+        if shared.is_file():
+            dbs.append(shared)
+        for record in await self.list_runs():
+            with contextlib.suppress(Exception):
+                prepared = await self.prepared(record.run_id)
+                if prepared is not None:
+                    dbs.extend(run_artifacts(prepared.run_dir).findings_dbs)
+        return merge_findings(dbs)

@@ -1,0 +1,111 @@
+"""``python -m loopkit_board.slack --config bot.toml``: the Slack bot, in socket mode.
+
+The tokens come from ``SLACK_BOT_TOKEN`` and ``SLACK_APP_TOKEN``; they never reach the log (a
+redacting filter sits on every handler). Bad input (settings, tokens) is one line on stderr and
+exit status 2; SIGINT/SIGTERM stop the bot (exit 130), and the next start takes up the threads
+of runs it had not finished reporting. See docs/slack.md.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import sys
+from pathlib import Path
+
+from loopkit.command_line import EXIT_BAD_INPUT, EXIT_INTERRUPTED, OneLineParser
+
+__all__ = ["main"]
+
+
+class _RedactingFilter(logging.Filter):
+    """Redacts secret shapes and the tokens from every log record."""
+
+    def __init__(self, secrets: list[str]) -> None:
+        super().__init__()
+        from loopkit.redaction import Redactor
+
+        self.redactor = Redactor(secrets=secrets)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.msg = self.redactor.redact(record.getMessage())
+        record.args = None
+        if record.exc_info:  # a traceback is text too: formatted here, redacted
+            text = logging.Formatter().formatException(record.exc_info)
+            record.exc_text = self.redactor.redact(text)
+            record.exc_info = None
+        return True
+
+
+def _logging(secrets: list[str]) -> logging.Logger:
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    handler.addFilter(_RedactingFilter(secrets))
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(logging.WARNING)
+    logger = logging.getLogger("loopkit_board.slack")
+    logger.setLevel(logging.INFO)
+    return logger
+
+
+async def _serve(config_path: Path) -> int:
+    from loopkit.cards import load_config
+    from loopkit.demo.run import check_durable
+    from loopkit_board.slack.config import load_bot_config, read_tokens
+
+    config = load_bot_config(config_path)
+    tokens = read_tokens()
+    logger = _logging([tokens.bot, tokens.app])
+    runner = load_config(config.runner_config)
+    check_durable(runner)
+    data_dir = config.data_dir or runner.runs_dir
+    chat_model = config.chat_model or ("offline" if runner.scripted else runner.model)
+
+    from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
+
+    from loopkit_board.service import BoardService
+    from loopkit_board.slack.bot import SlackBot
+    from loopkit_board.slack.threads import ThreadStore
+
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    service = BoardService(
+        config.cards_dir, config=runner, data_dir=data_dir, chat_model=chat_model
+    )
+    async with service:
+        bot = SlackBot(config, tokens, service, ThreadStore(data_dir / "slack.sqlite"), logger)
+        handler = AsyncSocketModeHandler(bot.app(), tokens.app)
+        await handler.connect_async()
+        taken = await bot.follow_unreported()
+        logger.info("connected in socket mode; following %d earlier run(s)", taken)
+        await stop.wait()
+        logger.info("stopping")
+        await bot.stop()
+        await handler.close_async()
+    return EXIT_INTERRUPTED
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The command line; returns the exit status."""
+    parser = OneLineParser(
+        prog="python -m loopkit_board.slack",
+        description="The Slack bot: `<role> <card>` in a message queues a card run.",
+    )
+    parser.add_argument("--config", type=Path, required=True, help="the bot's TOML settings")
+    args = parser.parse_args(argv)
+    from loopkit.cards import ConfigError
+    from loopkit_board.slack.config import BotConfigError
+
+    try:
+        return asyncio.run(_serve(args.config))
+    except (BotConfigError, ConfigError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,66 @@
+"""What a Slack message asks for: ``<role> <card>``, the first word the role, the rest the card
+(a card file's path, or the card's text)."""
+
+from __future__ import annotations
+
+import html
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+__all__ = ["RunCommand", "UnknownCommand", "parse_command", "roles_help"]
+
+# A leading mention of the bot (``<@U0BOT>``) in a channel message is not part of the command.
+_MENTION = re.compile(r"^\s*<@[A-Z0-9]+(?:\|[^>]*)?>[\s:,]*")
+# Slack links a path-like word: <http://x|x> or <mailto:...|x>; the label is what was typed.
+_LINK = re.compile(r"<[^>|]+\|([^>]+)>|<([^>@#!][^>]*)>")
+
+
+@dataclass(frozen=True)
+class RunCommand:
+    """Run ``card`` (a path or a card's text) in ``role``."""
+
+    role: str
+    card: str
+
+
+@dataclass(frozen=True)
+class UnknownCommand:
+    """Not ``<role> <card>``: ``word`` is what came first (empty for an empty message), and
+    ``reason`` says what was wrong."""
+
+    word: str
+    reason: str
+
+
+def _plain(text: str) -> str:
+    """Slack's message text as typed: links back to their labels, entities decoded."""
+    text = _MENTION.sub("", text, count=1)
+    text = _LINK.sub(lambda m: m.group(1) or m.group(2), text)
+    return html.unescape(text).strip()
+
+
+def parse_command(text: str, roles: Sequence[str]) -> RunCommand | UnknownCommand:
+    """Split a message into role and card; anything else is an :class:`UnknownCommand`."""
+    plain = _plain(text)
+    if not plain:
+        return UnknownCommand("", "the message is empty")
+    word, _, rest = (
+        plain.partition(" ") if " " in plain.split("\n", 1)[0] else (plain.partition("\n"))
+    )
+    role = word.strip().lower()
+    if role not in roles:
+        return UnknownCommand(word.strip(), f"{word.strip()!r} is not a role")
+    card = rest.strip()
+    if not card:
+        return UnknownCommand(word.strip(), f"{role!r} needs a card after it (a path or text)")
+    return RunCommand(role, card)
+
+
+def roles_help(roles: Sequence[str], reason: str) -> str:
+    """The answer to an unknown command: what was wrong and the list of roles."""
+    listed = ", ".join(f"`{r}`" for r in roles)
+    return (
+        f"I did not understand that: {reason}. Write `<role> <card>`: the role is one of "
+        f"{listed}; the card is a card file's path or the card's text."
+    )
