@@ -109,12 +109,12 @@ def read_tokens(environ: Mapping[str, str] | None = None) -> SlackTokens:
     app = env.get("SLACK_APP_TOKEN", "").strip()
     if not bot.startswith("xoxb-"):
         raise BotConfigError(
-            "SLACK_BOT_TOKEN: expected the bot token (xoxb-...) in the environment"
+            "the environment variable SLACK_BOT_TOKEN must hold the bot token (xoxb-...)"
             + ("" if bot else "; it is not set")
         )
     if not app.startswith("xapp-"):
         raise BotConfigError(
-            "SLACK_APP_TOKEN: expected an app-level token (xapp-..., scope connections:write) in "
-            "the environment" + ("" if app else "; it is not set")
+            "the environment variable SLACK_APP_TOKEN must hold an app-level token (xapp-..., "
+            "scope connections:write)" + ("" if app else "; it is not set")
         )
     return SlackTokens(bot, app)
