@@ -48,6 +48,7 @@ from loopkit import (
 )
 from loopkit.cards.config import RunnerConfig
 from loopkit.cards.runner import CARD_PREFIX
+from loopkit.demo.role_tools import RoleMemory, reference_shelf
 from loopkit.demo.run import bundled_transcripts, instructions
 from loopkit.mcp import MCPClient
 from loopkit.middleware.tool_disclosure import LOAD_TOOLS, ToolDisclosure, ToolDisclosureChatClient
@@ -133,11 +134,22 @@ def conversations(
     return requests
 
 
-async def all_tools() -> tuple[list[Tool], set[str]]:
+async def all_tools(tmp_path: Path) -> tuple[list[Tool], set[str]]:
+    """The develop role's tools, in the order its runner gathers them: the local tools, the UI
+    server's, read_reference, the memory's (over an empty ``notes/`` in ``tmp_path``)."""
+    import loopkit_tools
+
     local = LocalTools(ToolsConfig()).tools
     async with MCPClient.stdio(sys.executable, ["-m", "loopkit_ui.server"], inherit_env=True) as ui:
         remote = await ui.list_tools()
-    return [*local, *remote], {t.name for t in remote}
+    (tmp_path / "repo").mkdir(parents=True, exist_ok=True)
+    memory = RoleMemory(loopkit_tools, tmp_path / "repo", tmp_path / "index")
+    try:
+        notes = list(memory.tools.tools)
+    finally:
+        memory.close()
+    reference = reference_shelf(RunnerConfig()).tool()
+    return [*local, *remote, reference, *notes], {t.name for t in remote}
 
 
 @dataclass
@@ -227,9 +239,10 @@ def price_card(tmp_path: Path, card: str, tools: list[Tool], ui_tools: set[str])
 
 
 def test_token_cost_of_every_bundled_card(tmp_path: Path) -> None:
-    tools, ui_tools = asyncio.run(all_tools())
-    cards = sorted(bundled_transcripts())
-    assert set(CARD_NAMES) <= set(cards)
+    tools, ui_tools = asyncio.run(all_tools(tmp_path / "tools"))
+    # The develop role's cards (a role's or a subagent's transcript is played another way)
+    cards = sorted(CARD_NAMES)
+    assert set(cards) <= set(bundled_transcripts())
     rows = [price_card(tmp_path / card, card, tools, ui_tools) for card in cards]
     print(f"\n\ntoken cost per card ({TOKENIZER_MODEL} tokenizer, Anthropic cache prices)")
     print(
