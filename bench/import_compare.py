@@ -15,6 +15,9 @@ import time
 
 CASES = {
     "python -c pass": "pass",
+    # The floor under the core names: pydantic's BaseModel, and asyncio, which the loop needs.
+    "from pydantic import BaseModel": "from pydantic import BaseModel",
+    "BaseModel + asyncio": "from pydantic import BaseModel\nimport asyncio",
     "core names without RunLog": (
         "from loopkit import ChatClientBuilder, tool, FunctionInvokingChatClient"
     ),

@@ -16,9 +16,12 @@ import argparse
 import json
 import re
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from loopkit.cards.config import DEFAULT_CORE_TOOLS, DEFAULT_DEFER_TOOLS
+from loopkit.middleware.tool_disclosure import LOAD_TOOLS, ToolDisclosure
 from loopkit_tools import ToolsConfig, page_lines
 from loopkit_ui.missing_ids import MissingId, id_task
 
@@ -27,10 +30,26 @@ APP = ROOT / "examples" / "invoice_app"
 OUT = ROOT / "src" / "loopkit" / "demo" / "transcripts"
 
 
+#: The (old, new) pairs of the patches made since the last :func:`edits` (one fix at a time).
+PATCHES: list[tuple[str, str]] = []
+
+
 def patch(text: str, old: str, new: str) -> str:
     if text.count(old) != 1:
         raise SystemExit(f"make_transcripts: the app changed; cannot find exactly one {old!r}")
+    PATCHES.append((old, new))
     return text.replace(old, new)
+
+
+def edits(file: str, fix: Callable[[], str]) -> list[dict[str, Any]]:
+    """The edit_file calls that make ``fix``'s change to ``file``, one per patch, in order (each
+    ``old`` is unique in the file as it is at that edit, as :func:`patch` checks)."""
+    PATCHES.clear()
+    fix()
+    path = f"invoice_app/{file}"
+    return [
+        call("edit_file", ok(f"Edited {path}"), path=path, old=old, new=new) for old, new in PATCHES
+    ]
 
 
 # -- the fixes -------------------------------------------------------------------------------
@@ -274,7 +293,68 @@ def read_in_parts(path: str, marker: str) -> list[dict[str, Any]]:
         start, column = int(where.group(1)), int(where.group(2) or 1)
 
 
-def common_start(file: str, marker: str) -> list[dict[str, Any]]:
+#: Lines read from the top of a long file (its docstring and imports), and around each place
+#: a fix changes.
+HEAD_LINES = 30
+CONTEXT_LINES = 8
+
+
+def first_line(text: str) -> str:
+    return next(line.strip() for line in text.splitlines() if line.strip())
+
+
+def read_where_the_fix_goes(file: str, fix: Callable[[], str]) -> list[dict[str, Any]]:
+    """The turns that read what the fix needs: a file that fits in one read_file part whole; a
+    longer one as a careful model does, by finding where each change goes (search_files, one
+    search for the first line of each patched piece), then reading the file's top and each
+    place with some lines around it (read_file with start_line and max_lines)."""
+    path = f"invoice_app/{file}"
+    text = (ROOT / "examples" / path).read_text(encoding="utf-8")
+    PATCHES.clear()
+    fix()
+    patches = list(PATCHES)
+    if len(text) <= ToolsConfig().max_read_chars:
+        return [turn(*read_in_parts(path, first_line(patches[0][0])))]
+    searches, ranges = [], [(1, HEAD_LINES)]
+    for old, _new in patches:
+        if text.count(old) != 1:
+            continue  # a piece that an earlier patch makes: read with that one
+        needle = first_line(old)
+        definition = re.match(r"(?:async )?(?:def|class) \w+", needle)
+        needle = definition.group(0) if definition else needle  # as one would search for it
+        start = text[: text.index(old)].count("\n") + 1
+        line = start + next(i for i, s in enumerate(old.splitlines()) if s.strip())
+        end = start + old.rstrip("\n").count("\n")
+        searches.append(
+            call("search_files", ok(f"{path}:{line}: "), text=needle, folder="invoice_app")
+        )
+        ranges.append((max(1, start - CONTEXT_LINES), end + CONTEXT_LINES))
+    merged: list[tuple[int, int]] = []
+    for first, last in sorted(ranges):
+        if merged and first <= merged[-1][1] + 1:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], last))
+        else:
+            merged.append((first, last))
+    reads = []
+    for first, last in merged:
+        shown = [
+            first_line(old) for old, _ in patches if first_line(old) in _lines(text, first, last)
+        ]
+        arguments: dict[str, Any] = {"path": path, "max_lines": last - first + 1}
+        if first != 1:
+            arguments["start_line"] = first
+        reads.append(call("read_file", ok(*shown), **arguments))
+    return [
+        turn(*searches, text=f"{file} is long: finding where the change goes."),
+        turn(*reads),
+    ]
+
+
+def _lines(text: str, first: int, last: int) -> str:
+    return "\n".join(text.splitlines()[first - 1 : last])
+
+
+def common_start(file: str, fix: Callable[[], str]) -> list[dict[str, Any]]:
     return [
         turn(
             call(
@@ -285,7 +365,7 @@ def common_start(file: str, marker: str) -> list[dict[str, Any]]:
             call("read_file", ok("Every control has an accessible id"), path="docs/CODING.md"),
             text="I will look at the app's files first.",
         ),
-        turn(*read_in_parts(f"invoice_app/{file}", marker)),
+        *read_where_the_fix_goes(file, fix),
         turn(call("start_app", ok("The app is running")), text="Now the live app."),
         turn(call("ui_list_windows", ok("Invoice Editor"))),
     ]
@@ -347,7 +427,7 @@ def delete_note() -> dict[str, Any]:
 
 def discount_card() -> dict[str, Any]:
     title = "The total should subtract the discount"
-    turns = common_start("model.py", "return self.subtotal")
+    turns = common_start("model.py", fixed_model)
     turns += [
         turn(
             call("ui_type_text", acted(), target="DiscountInput", text="10"),
@@ -358,12 +438,7 @@ def discount_card() -> dict[str, Any]:
             text_of("TotalLabel", "Total: 250.00"),
         ),
         turn(
-            call(
-                "write_file",
-                ok("Wrote invoice_app/model.py"),
-                path="invoice_app/model.py",
-                content=fixed_model(),
-            ),
+            *edits("model.py", fixed_model),
             text="The total ignores discount_amount; subtracting it in Invoice.total.",
         ),
         *build_and_restart(),
@@ -404,7 +479,7 @@ def delete_card() -> dict[str, Any]:
         target="DeleteSelectedButton",
         expect_appear=[dialog],
     )
-    turns = common_start("main_window.py", "def delete_selected")
+    turns = common_start("main_window.py", fixed_delete)
     turns += [
         turn(
             call("ui_click", acted(), target="ItemsTable", row=1, column=0),
@@ -415,12 +490,7 @@ def delete_card() -> dict[str, Any]:
             text_of("TotalLabel", "Total: 200.00"), text="The row went at once, without a question."
         ),
         turn(
-            call(
-                "write_file",
-                ok("Wrote invoice_app/main_window.py"),
-                path="invoice_app/main_window.py",
-                content=fixed_delete(),
-            ),
+            *edits("main_window.py", fixed_delete),
             text="Adding a Yes/No confirmation that names the item.",
         ),
         *build_and_restart(),
@@ -475,7 +545,7 @@ def validation_card() -> dict[str, Any]:
             "ui_set_cell", {"error": False}, table="ItemsTable", row=row, column=column, text=value
         )
 
-    turns = common_start("main_window.py", "def _on_item_changed")
+    turns = common_start("main_window.py", fixed_validation)
     turns += [
         turn(set_cell(0, 1, "-3"), text="Reproducing: a negative quantity."),
         turn(
@@ -484,12 +554,7 @@ def validation_card() -> dict[str, Any]:
             text="Accepted as typed: the total goes negative.",
         ),
         turn(
-            call(
-                "write_file",
-                ok("Wrote invoice_app/main_window.py"),
-                path="invoice_app/main_window.py",
-                content=fixed_validation(),
-            ),
+            *edits("main_window.py", fixed_validation),
             text="Refusing negative and non-numeric quantity and price in _on_item_changed.",
         ),
         *build_and_restart(),
@@ -755,8 +820,44 @@ from tester_transcripts import TEST_TRANSCRIPTS  # noqa: E402
 TRANSCRIPTS.update({f"test/{name}": make for name, make in TEST_TRANSCRIPTS.items()})
 
 
+#: The (core_tools, defer_tools) of a transcript's run (the card runner's settings); a
+#: transcript played under another role or config with its own sets is listed here with them.
+DISCLOSURE: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    # The id fixer's child run is offered its file tools on every request (no disclosure).
+    "id_fixer/every-control-has-an-accessible-id": ((), ()),
+}
+
+
+def load_deferred_tools(
+    transcript: dict[str, Any], core: tuple[str, ...], defer: tuple[str, ...]
+) -> dict[str, Any]:
+    """``transcript`` with one ``load_tools`` call, before the first use of any deferred tool
+    (see ``ToolDisclosure``), that loads every such tool the transcript calls (in the order of
+    first use): a
+    careful model loads what it will need once, early, while the prompt is short (a load changes
+    the tools offered, which a provider's prompt cache sees as a new prompt)."""
+    disclosure = ToolDisclosure(core, defer=defer)
+    turns = transcript["turns"]
+    deferred: dict[str, int] = {}
+    for n, t in enumerate(turns):
+        for c in t.get("calls", []):
+            if not disclosure.is_core(c["name"]):
+                deferred.setdefault(c["name"], n)
+    if not deferred:
+        return transcript
+    load = call(LOAD_TOOLS, ok("Loaded"), names=list(deferred))
+    first_use = min(deferred.values())
+    if first_use > 0 and turns[0].get("calls"):
+        turns[0] = {**turns[0], "calls": [*turns[0]["calls"], load]}
+    else:
+        turns.insert(0, turn(load, text="Loading the tools I will need."))
+    return transcript
+
+
 def render(name: str) -> str:
-    return json.dumps(TRANSCRIPTS[name](), indent=1, ensure_ascii=False) + "\n"
+    core, defer = DISCLOSURE.get(name, (DEFAULT_CORE_TOOLS, DEFAULT_DEFER_TOOLS))
+    transcript = load_deferred_tools(TRANSCRIPTS[name](), core, defer)
+    return json.dumps(transcript, indent=1, ensure_ascii=False) + "\n"
 
 
 def main() -> int:

@@ -1,6 +1,7 @@
-"""``LocalTools``: the seven guarded local tools (plus optional ``run_tests``) as loopkit Tools.
+"""``LocalTools``: the nine guarded local tools (plus optional ``run_tests``) as loopkit Tools.
 
-There is no shell: the model can list, read and write files inside the allowed folders, build,
+There is no shell: the model can list, search, read, write and edit files inside the allowed
+folders, build,
 start and stop the configured app, run its tests and commit the writable folders. Nothing else.
 Every path goes through :class:`~loopkit_tools.workspace.WorkspaceGuard` first.
 
@@ -18,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import os
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import IO, Annotated, Any
@@ -61,9 +63,10 @@ class LocalTools:
         self._app_output: Path | None = None
         self._own_output_dir: tempfile.TemporaryDirectory[str] | None = None
         self._lock = asyncio.Lock()  # one process operation at a time (parallel tool calls)
+        self._edit_lock = threading.Lock()  # edits read, change and write a file: one at a time
         # A plain attribute (not a property) so LocalTools satisfies loopkit.cards.ToolSource.
         self.tools: list[Tool] = self._make_tools()
-        """The tools to hand to the model: seven, plus ``run_tests`` when a test command is set."""
+        """The tools to hand to the model: nine, plus ``run_tests`` when a test command is set."""
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -100,6 +103,41 @@ class LocalTools:
             return f"(no files under {folder or 'the readable folders'})"
         return "\n".join([*listing.files, *notes])
 
+    def search_files(
+        self,
+        text: Annotated[str, "the exact text to find (case-sensitive), e.g. 'def total'"],
+        folder: Annotated[str, "a folder relative to the workspace; empty for all readable"] = "",
+    ) -> str:
+        if not text or "\n" in text:
+            raise ToolError("text: expected the text of one line to find, not empty")
+        limit = self.config.max_output_lines
+        found: list[str] = []
+        more = skipped = 0
+        listing = self.guard.listing(folder)
+        for path in listing.files:
+            try:
+                content = self.guard.read_text(path)
+            except ToolError:  # binary, not UTF-8, gone meanwhile: nothing to find in it
+                skipped += 1
+                continue
+            for number, line in enumerate(content.splitlines(), start=1):
+                if text in line:
+                    if len(found) < limit:
+                        shown = line if len(line) <= 200 else line[:200] + "…"
+                        found.append(f"{path}:{number}: {shown}")
+                    else:
+                        more += 1
+        notes = [f"[{more} more matching lines not shown; search a folder or a longer text]"]
+        notes = notes if more else []
+        if skipped:
+            notes.append(f"[{skipped} files not searched: binary or not UTF-8]")
+        notes.extend(listing.notes())
+        if not found:
+            return "\n".join(
+                [f"(no line contains {text!r} under {folder or 'the readable folders'})", *notes]
+            )
+        return "\n".join([*found, *notes])
+
     def read_file(
         self,
         path: Annotated[str, "a file path relative to the workspace"],
@@ -123,6 +161,36 @@ class LocalTools:
     ) -> str:
         size = self.guard.write_text(path, content)
         return f"Wrote {path} ({size} bytes)."
+
+    def edit_file(
+        self,
+        path: Annotated[str, "a file path relative to the workspace, in a writable folder"],
+        old: Annotated[str, "the exact text to replace, as read_file shows it; unique in the file"],
+        new: Annotated[str, "the text that replaces it"],
+    ) -> str:
+        if not old:
+            raise ToolError("old is empty; give the exact text to replace (or use write_file)")
+        with self._edit_lock:
+            text = self.guard.read_text(path)
+            if text.endswith(" are shown]") and "\n[... cut: the file has " in text:
+                raise ToolError(
+                    f"{path} is larger than the file size limit; it cannot be edited in place"
+                )
+            found = text.count(old)
+            if found != 1:
+                hint = (
+                    "check it against read_file (spaces, indentation, line ends)"
+                    if found == 0
+                    else "include more of the surrounding lines to make it unique"
+                )
+                raise ToolError(
+                    f"old occurs {found} times in {path}; it must occur exactly once: {hint}"
+                )
+            start = text.index(old)
+            line = text.count("\n", 0, start) + 1
+            size = self.guard.write_text(path, text.replace(old, new, 1))
+        shown = f"lines {line}-{line + new.count(chr(10))}" if "\n" in new else f"line {line}"
+        return f"Edited {path}: {shown} now hold the new text ({size} bytes in all)."
 
     # ------------------------------------------------------------------ build and tests
 
@@ -301,56 +369,52 @@ class LocalTools:
         )
         descriptions = {
             "list_files": (
-                "Lists the files under a folder of the repository, one relative path a line, "
-                f"sorted. Readable folders: {readable}. Call it first to see what exists; pass a "
-                "subfolder to see less. Notes at the end say what was left out (more files than "
-                "shown, paths too long or names that cannot be read)."
+                f"Lists the files under a folder (readable: {readable}), one relative path a "
+                "line. Notes at the end say what was left out."
+            ),
+            "search_files": (
+                "Finds the lines containing a text in the files under a folder: path:line: the "
+                "line. Then read_file from that line with max_lines."
             ),
             "read_file": (
-                f"Reads one text file under {readable} (path relative to the repository, as "
-                "list_files shows it). Read a file before you change it. A long file comes in "
-                "parts of whole lines: the note at the end says which lines were shown and the "
-                "start_line for the next part. A line longer than a whole part comes in pieces: "
-                "the note then says 'line N continues' with the start_line and start_column of "
-                "the rest."
+                f"Reads a text file under {readable} (path as list_files shows it). A long file "
+                "comes in parts of whole lines; the note at the end gives the start_line (and "
+                "start_column) of the next part."
             ),
             "write_file": (
-                f"Writes one file under {writable} with its COMPLETE new content (not a diff, not "
-                "an excerpt): read_file it first and send back the whole file with your change. "
-                "Creates the file, and its folders, if they do not exist; new names must be "
-                "visible text (no control, bidirectional or zero-width characters)."
+                f"Writes a file under {writable} with its COMPLETE new content (creates it and "
+                "its folders). For a change to part of a file use edit_file."
+            ),
+            "edit_file": (
+                f"Changes part of a file under {writable}: replaces the exact text old (as "
+                "read_file shows it, indentation included; it must occur exactly once) with new."
             ),
             "build_app": (
-                f"Builds the app ({build}). Call stop_app first if the app is running; the "
-                "build is refused while it runs. Returns one summary line and the error and "
-                "warning lines only. A build that compiles proves nothing: start the app, verify."
+                f"Builds the app ({build}). Call stop_app first if it runs. Returns a summary "
+                "line and the error and warning lines."
             ),
             "start_app": (
-                "Starts the app so you can inspect and verify it through the UI tools. Build first "
-                "after a change (build_app). Returns the pid once it runs; if it crashes at start, "
-                "returns its errors."
+                "Starts the app to verify it through the UI tools (build_app first after a "
+                "change). Returns its pid, or its errors if it crashes at start."
             ),
-            "stop_app": (
-                "Stops the app and every process it started. Call it before build_app and when "
-                "you are done."
-            ),
+            "stop_app": "Stops the app and its processes: before build_app and when done.",
             "git_commit": (
-                f"Commits the changes under {writable} (and nothing else) after you verified them "
-                "live. The first line of the message must match "
-                f"{self.config.commit_message_pattern!r} (e.g. 'card: <card title>'); the body "
-                "says in two or three sentences what changed and how it was verified. Refuses an "
-                "empty commit. Returns the commit id and its files."
+                f"Commits the changes under {writable} once verified live. The message's first "
+                f"line must match {self.config.commit_message_pattern!r} (e.g. 'card: <card "
+                "title>'); the body says what changed and how it was verified."
             ),
             "run_tests": (
-                "Runs the app's own tests. Returns one summary line and the failure, error and "
-                "warning lines only."
+                "Runs the app's own tests. Returns a summary line and the failure, error and "
+                "warning lines."
             ),
         }
         tools: list[Tool] = []
         for name in (
             "list_files",
+            "search_files",
             "read_file",
             "write_file",
+            "edit_file",
             "build_app",
             "start_app",
             "stop_app",

@@ -56,13 +56,10 @@ __all__ = ["TIMINGS", "build_server"]
 # Typical times measured with bench/test_ui_bench.py (Xvfb, 2 shared cores, MCP over stdio);
 # they go into the tool descriptions so a model can plan. Keep them in step with the bench.
 TIMINGS = {
-    "click": "about 30 ms when the click has a visible effect on a small app (the invoice "
-    "app, 35 nodes), about 40 ms with diff; on a 500-node tree about 90 ms, 110 with diff; "
-    "about 130 ms with method=action; about 300 ms when nothing happens, as it waits that long "
-    "for a first accessibility event",
+    "click": "about 30 ms with a visible effect on the invoice app (90 ms on a 500-node tree, "
+    "130 ms with method=action, 300 ms when nothing happens)",
     "read": "about 3 ms",
-    "tree": "about 10 ms for 35 or 500 nodes (a copy kept current by the app's events; the "
-    "first call reads the whole tree, about 0.5 ms a node)",
+    "tree": "about 10 ms (the first call about 0.5 ms a node)",
     "type": "about 25 ms",
     "set_cell": "about 45 ms",
     "windows": "about 5 ms",
@@ -71,7 +68,7 @@ TIMINGS = {
 
 Target = Annotated[
     str,
-    Field(description="the element's accessible id (tried first) or its name (visible label)"),
+    Field(description="the element's accessible id (tried first) or its visible name"),
 ]
 Row = Annotated[int | None, Field(description="table row (from 0) when target is a table")]
 Column = Annotated[int | None, Field(description="table column (from 0) with row")]
@@ -101,9 +98,9 @@ Assertion = Annotated[CallToolResult, AssertionAnswer]
 Waited = Annotated[CallToolResult, WaitResult]
 Screenshot = Annotated[CallToolResult, ScreenshotAnswer]
 
-_LOCATE = "Elements are found by id first, then by name; with row and column the target is a table."
+_LOCATE = "Found by id first, then by name; with row and column the target is a table."
 _ACTION_ANSWER = (
-    "Answers with success, id, ms, effect (how it was confirmed), active_dialog and windows "
+    "Answers success, id, ms, effect (how it was confirmed), active_dialog and windows "
     "(count, opened, closed)."
 )
 
@@ -173,14 +170,14 @@ def build_server(
         title="List windows",
         annotations=hints("List windows", "read"),
         description="List the app's top-level windows, dialogs, open menus, drop-downs and "
-        "tooltips included (title, id, role, kind: window/dialog/menu/popup/tooltip, "
-        f"is_dialog, modal, active). Typical time: {TIMINGS['windows']}.",
+        "tooltips (title, id, role, kind, is_dialog, modal, active). Typical time: "
+        f"{TIMINGS['windows']}.",
     )
 
     async def ui_tree(
         window: Window = None,
         node_budget: Annotated[
-            int, Field(ge=1, le=20000, description="at most this many nodes (default 2,000)")
+            int, Field(ge=1, le=20000, description="at most this many nodes")
         ] = 2000,
         format: Annotated[
             Literal["text", "json"],
@@ -211,9 +208,8 @@ def build_server(
         title="Write the accessibility tree",
         annotations=hints("Write the accessibility tree", "read"),
         description="Write the accessibility tree (one node a line: role 'name' #id "
-        "[states] = text) to a file and answer with its path (and its resource uri), node count "
-        "and whether the node budget cut it. Read the file for ids. Typical time: "
-        f"{TIMINGS['tree']}.",
+        "[states] = text) to a file; answers its path, resource uri, node count and whether the "
+        f"node budget cut it. Read the file for ids. Typical time: {TIMINGS['tree']}.",
     )
 
     async def ui_get_element(
@@ -244,8 +240,8 @@ def build_server(
         ui_get_text,
         title="Read an element's text",
         annotations=hints("Read an element's text", "read"),
-        description="The text of an element (a label's text, a field's content, a "
-        f"cell's text). {_LOCATE} Typical time: {TIMINGS['read']}.",
+        description="The text of an element (a label, a field's content, a cell). "
+        f"{_LOCATE} Typical time: {TIMINGS['read']}.",
     )
 
     async def ui_get_property(
@@ -529,7 +525,7 @@ def build_server(
         condition: Annotated[WaitCondition, Field(description="what to wait for")],
         value: Annotated[str | None, Field(description="for value/text conditions")] = None,
         timeout: Annotated[  # noqa: ASYNC109 - a tool argument
-            float, Field(gt=0, le=120, description="seconds to wait at most (default 5)")
+            float, Field(gt=0, le=120, description="seconds to wait at most")
         ] = 5.0,
         row: Row = None,
         column: Column = None,
@@ -572,9 +568,8 @@ def build_server(
         ui_screenshot,
         title="Take a screenshot",
         annotations=hints("Take a screenshot", "read"),
-        description="Save a PNG of the screen or of one element to a file; "
-        "answers with its path (and its resource uri, for a client on another machine). "
-        f"Typical time: {TIMINGS['screenshot']}.",
+        description="Save a PNG of the screen or of one element to a file; answers its path "
+        f"and resource uri. Typical time: {TIMINGS['screenshot']}.",
     )
 
     add_app_tools(server, service)

@@ -10,6 +10,7 @@ read the streamed answer; then restart the board and find the chat again.
 
 from __future__ import annotations
 
+import json
 import os
 import statistics
 import time
@@ -18,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from loopkit.demo.run import bundled_transcripts
 from tests.board.helpers import (
     CARD,
     CARDS,
@@ -25,6 +27,13 @@ from tests.board.helpers import (
     running_board,
     start_worker,
     stop_worker,
+)
+
+#: The round of the card's first start_app (asked about in the chat; the answer names it).
+START_ROUND = next(
+    n
+    for n, t in enumerate(json.loads(bundled_transcripts()[CARD].read_text())["turns"], start=1)
+    if "start_app" in [c["name"] for c in t.get("calls", [])]
 )
 
 pytest.importorskip("dbos")
@@ -97,11 +106,11 @@ def test_a_card_from_the_board_to_done_and_a_chat_about_it(tmp_path: Path) -> No
             shot(report, "report")
             report.close()
 
-            page.fill("#chat-form input[name=question]", "what happened at step 3?")
+            page.fill("#chat-form input[name=question]", f"what happened at step {START_ROUND}?")
             page.click("#chat-form button[type=submit]")
             page.wait_for_selector("#chat .a[data-done='1']", timeout=30_000)
             answer = page.inner_text("#chat .a[data-done='1']")
-            assert "At round 3" in answer and "start_app" in answer
+            assert f"At round {START_ROUND}" in answer and "start_app" in answer
             shot(page, "chat")
             run_url = page.url.split("?")[0]
             # run files: only from inside the run folder, never its repository
@@ -133,7 +142,7 @@ def test_a_card_from_the_board_to_done_and_a_chat_about_it(tmp_path: Path) -> No
             page.click("#login")
             page.wait_for_selector(".columns")
             page.goto(board.url + "/runs/" + run_url.rsplit("/", 1)[1])
-            assert "what happened at step 3?" in page.inner_text("#chat")
+            assert f"what happened at step {START_ROUND}?" in page.inner_text("#chat")
             browser.close()
     finally:
         output = stop_worker(worker)

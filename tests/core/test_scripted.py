@@ -7,6 +7,7 @@ import pytest
 
 from loopkit import (
     ChatMessage,
+    ChatOptions,
     ChatRole,
     FunctionChatClient,
     FunctionInvokingChatClient,
@@ -14,6 +15,7 @@ from loopkit import (
     Script,
     ScriptDivergedError,
     ScriptedChatClient,
+    ToolMode,
     tool,
 )
 
@@ -105,3 +107,17 @@ async def test_turns_can_be_given_as_a_list() -> None:
     user = [ChatMessage.from_text("user", "hi")]
     assert (await client.get_response(user)).text == "first"
     assert (await client.get_response(user)).text == "second"
+
+
+async def test_require_offered_checks_calls_against_the_tools_offered() -> None:
+    turns = [{"calls": [{"name": "echo", "arguments": {"text": "x"}}]}]
+    model = ScriptedChatClient(turns, require_offered=True)
+    with pytest.raises(ScriptDivergedError, match="calls echo, which this request did not offer"):
+        await model.get_response(user(), ChatOptions())
+    # the loop's last request, tools disabled: what the loop does with calls is its business
+    model = ScriptedChatClient(turns, require_offered=True)
+    answer = await model.get_response(user(), ChatOptions(tools=[echo], tool_mode=ToolMode.none()))
+    assert answer.messages[0].function_calls[0].name == "echo"
+    # offered: played as written
+    model = ScriptedChatClient(turns, require_offered=True)
+    assert (await model.get_response(user(), opts(echo))).messages[0].function_calls

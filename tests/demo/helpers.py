@@ -52,6 +52,14 @@ class DemoRun:
         ).stdout
 
 
+def transcript_rounds(card: str) -> int:
+    """The model requests of ``card``'s bundled transcript (one per turn): a run's rounds."""
+    from loopkit import Script
+    from loopkit.demo.run import bundled_transcripts
+
+    return len(Script.load(bundled_transcripts()[card]).turns)
+
+
 def copy_card(tmp_path: Path, name: str) -> Path:
     target = tmp_path / f"{name}.md"
     shutil.copy(CARDS / f"{name}.md", target)

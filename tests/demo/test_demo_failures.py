@@ -32,14 +32,18 @@ def assert_failed(run, reason_part: str) -> None:
 
 
 def test_a_build_that_fails(tmp_path: Path) -> None:
-    broken = BROKEN_MODEL.read_text().replace("def total(self)", "def total(self) oops")
+    assert BROKEN_MODEL.read_text().count("def total(self)") == 1
     turns = [
         {
             "calls": [
                 {
-                    "name": "write_file",
-                    "arguments": {"path": "invoice_app/model.py", "content": broken},
-                    "expect": {"contains": "Wrote invoice_app/model.py"},
+                    "name": "edit_file",
+                    "arguments": {
+                        "path": "invoice_app/model.py",
+                        "old": "def total(self)",
+                        "new": "def total(self) oops",
+                    },
+                    "expect": {"contains": "Edited invoice_app/model.py"},
                 }
             ]
         },

@@ -37,7 +37,7 @@ BUILD_SECONDS = 4
 
 def slow_build_config(tmp_path: Path) -> Path:
     """A config whose build takes BUILD_SECONDS: the kill lands while the run is building, well
-    before the transcript's git_commit (the build is the tenth of its 25 rounds)."""
+    before the transcript's git_commit (the build is round 11 of its 26)."""
     config = tmp_path / "slow-build.toml"
     argv = [sys.executable, "-c", f"import time; time.sleep({BUILD_SECONDS})"]
     config.write_text(f"[tools]\nbuild_command = {json.dumps(argv)}\n", encoding="utf-8")

@@ -33,8 +33,10 @@ def test_every_card_has_a_transcript_that_ends_with_result_done() -> None:
         # every tool result is checked: strict replay fails where the app answers differently
         assert all(c.expect is not None for c in calls), name
         names = [c.name for c in calls]
-        assert names.count("git_commit") == 1 and names.count("write_file") == 1
-        assert names.index("build_app") > names.index("write_file")
+        # the fix is edited in place (only the changed pieces travel, not the whole file)
+        edits = [i for i, n in enumerate(names) if n == "edit_file"]
+        assert names.count("git_commit") == 1 and edits and "write_file" not in names
+        assert names.index("build_app") > edits[-1]
 
 
 def test_the_id_fixing_card_hands_the_writing_to_the_subagent() -> None:

@@ -120,8 +120,8 @@ def test_a_durable_demo_run_killed_inside_a_tool_call_is_resumed_to_done(tmp_pat
     builds = [e for e in events if e["type"] == "tool" and e["data"]["name"] == "build_app"]
     assert len(builds) == 1  # the build in flight ran again: logged once, by the resumed run
     resumed_line = next(e for e in events if e["type"] == "resumed")
-    # Rounds 1-10 (the 10th asked for the build) were replayed, not asked again.
-    assert resumed_line["data"]["replayed"]["model"] == 10
+    # The rounds up to the one that asked for the build were replayed, not asked again.
+    assert resumed_line["data"]["replayed"]["model"] == _build_round(CARD)
     assert events.index(resumed_line) < events.index(builds[0])
     assert events[-1]["type"] == "result" and events[-1]["data"]["status"] == "done"
 
@@ -213,3 +213,14 @@ def test_a_durable_demo_run_killed_inside_a_model_request_is_resumed_to_done(
     resumed_line = next(e for e in events if e["type"] == "resumed")
     assert resumed_line["data"]["replayed"]["model"] == k - 1
     assert key not in log.read_text() and key not in text
+
+
+def _build_round(card: str) -> int:
+    """The round (from 1) in which ``card``'s bundled transcript asks for the build."""
+    from loopkit import Script
+    from loopkit.demo.run import bundled_transcripts
+
+    turns = Script.load(bundled_transcripts()[card]).turns
+    return next(
+        n for n, t in enumerate(turns, start=1) if any(c.name == "build_app" for c in t.calls)
+    )

@@ -102,7 +102,7 @@ def test_a_worker_killed_mid_run_is_replaced_and_the_run_ends_once(tmp_path: Pat
     ).strip()
     first = worker(tmp_path, "first")
     deadline = time.monotonic() + 120
-    while not (tmp_path / "built-once").exists():  # round 10's build is running
+    while not (tmp_path / "built-once").exists():  # the first build is running
         assert first.poll() is None, first.communicate()[0]
         assert time.monotonic() < deadline, "the first worker never reached the build"
         time.sleep(0.05)

@@ -173,15 +173,23 @@ def test_the_example_config_adds_the_example_review_role() -> None:
     assert (review.success_word, review.front_matter.writes) == ("approved", [])
     offered = [
         n
-        for n in ("list_files", "read_file", "write_file", "git_commit")
+        for n in (
+            "list_files",
+            "search_files",
+            "read_file",
+            "edit_file",
+            "write_file",
+            "git_commit",
+        )
         if local_tool_filter(review)(n)
     ]
-    # it writes nothing: no write_file; git_commit stays for its notes (the memory group)
-    assert offered == ["list_files", "read_file", "git_commit"]
+    # it writes nothing: no write_file nor edit_file; git_commit stays for its notes (memory)
+    assert offered == ["list_files", "search_files", "read_file", "git_commit"]
     without_memory = review.model_copy(
         update={"front_matter": review.front_matter.model_copy(update={"tools": ["files", "git"]})}
     )
-    assert [n for n in ("write_file", "git_commit") if local_tool_filter(without_memory)(n)] == []
+    writers = ("write_file", "edit_file", "git_commit")
+    assert [n for n in writers if local_tool_filter(without_memory)(n)] == []
 
 
 def test_the_roles_limits_apply_unless_the_command_line_gave_them() -> None:

@@ -17,6 +17,18 @@ from loopkit.middleware.run_log import RunLog
 from loopkit.providers.scripted import ScriptedChatClient
 from loopkit.redacting_console import RedactingConsole
 
+#: The tools of a role with the ``files`` group only: its file tools, read_reference, and
+#: load_tools (write_file is deferred until loaded, see ToolDisclosure).
+READER_TOOLS = [
+    "list_files",
+    "search_files",
+    "read_file",
+    "write_file",
+    "edit_file",
+    "read_reference",
+    "load_tools",
+]
+
 CARD = Card.parse("---\ntitle: Delete asks first\n---\nAsk before deleting.\n")
 
 
@@ -90,6 +102,6 @@ async def test_the_runner_offers_the_rules_and_the_groups_tools_only(tmp_path: P
     )
     events = [json.loads(x) for x in (tmp_path / "run.jsonl").read_text().splitlines()]
     start, result = events[0]["data"], events[-1]["data"]
-    assert start["tools"] == ["list_files", "read_file", "write_file", "read_reference"]
+    assert start["tools"] == READER_TOOLS
     assert (start["role"], start["rules_offered"]) == ("reviewer", [1])
     assert (result["rules_cited"], result["rules_not_offered"]) == ([1, 4], [4])

@@ -16,6 +16,18 @@ from loopkit import Card, CardState
 from loopkit_ui.session import HeadlessDesktop
 from tests.demo.helpers import ROOT, copy_card, demo_env, run_demo
 
+#: The tools of a role with the ``files`` group only: its file tools, read_reference, and
+#: load_tools (write_file is deferred until loaded, see ToolDisclosure).
+READER_TOOLS = [
+    "list_files",
+    "search_files",
+    "read_file",
+    "write_file",
+    "edit_file",
+    "read_reference",
+    "load_tools",
+]
+
 NOTE = "notes/deleting-items/delete-an-item-with-confirmation.md"
 RULE = "remember: name buttons exactly as the app shows them"
 
@@ -127,7 +139,7 @@ def test_a_user_role_gets_only_its_groups_tools_its_limits_and_its_word(tmp_path
     start = run.events()[0]["data"]
     # no UI server, no build or git tools, no memory tools: only the files group (and the
     # reference files)
-    assert start["tools"] == ["list_files", "read_file", "write_file", "read_reference"]
+    assert start["tools"] == READER_TOOLS
     assert start["limits"]["max_rounds"] == 7 and start["role"] == "reader"
     # the command line beats the role's limit
     again = run_demo(
@@ -208,7 +220,7 @@ def test_a_durable_run_takes_its_role_through_the_workflow(tmp_path: Path) -> No
     assert "RESULT: approved" in run.output
     lines = run.events()
     start, result = lines[0]["data"], lines[-1]["data"]
-    assert start["tools"] == ["list_files", "read_file", "write_file", "read_reference"]
+    assert start["tools"] == READER_TOOLS
     assert (start["role"], start["rules_offered"], start["limits"]["max_rounds"]) == (
         "reader",
         [1],

@@ -38,6 +38,17 @@ DELETE_ROUNDS = len(
 )
 
 
+#: The round of the delete card's build (asked about in a thread; the offline answer names it).
+BUILD_ROUND = next(
+    n
+    for n, t in enumerate(
+        json.loads(bundled_transcripts()["delete-asks-for-confirmation"].read_text())["turns"],
+        start=1,
+    )
+    if "build_app" in [c["name"] for c in t.get("calls", [])]
+)
+
+
 def posted_count(tmp_path: Path) -> int:
     """How many log events the bot's thread store says it posted."""
     with contextlib.closing(sqlite3.connect(tmp_path / "runs" / "slack.sqlite")) as db:
@@ -240,6 +251,6 @@ def test_a_bot_killed_mid_run_takes_up_its_thread_where_it_stopped(
     failed = [c for c in slack.calls if c.method == "chat.postMessage" and not c.ok]
     assert len(failed) == 2 and "trying again" in bot.output()
     # no chat model configured and scripted runs: the board's offline answerer reads the log
-    slack.send_message(ALLOWED, "What happened at step 10?", thread_ts=ts)
+    slack.send_message(ALLOWED, f"What happened at step {BUILD_ROUND}?", thread_ts=ts)
     answer = slack.wait_post(ts, "offline answer from the run log")
     assert "build_app" in answer.args["text"]

@@ -25,7 +25,8 @@ from loopkit_tools import LocalTools
 class Attack:
     name: str
     path: Any  # a string, or something else a model might send
-    tools: str = "lrw"  # l: list_files, r: read_file, w: write_file
+    # l: list_files, r: read_file, w: write_file, e: edit_file, s: search_files (its folder)
+    tools: str = "lrwes"
 
 
 def corpus(ws: Workspace) -> list[Attack]:
@@ -177,12 +178,16 @@ def snapshot(base: Path) -> dict[str, tuple[str, str]]:
 
 async def try_attack(local: LocalTools, ws: Workspace, attack: Attack, letter: str) -> str | None:
     """Run one attack with one tool; return why it escaped, or None if it was refused cleanly."""
-    name = {"l": "list_files", "r": "read_file", "w": "write_file"}[letter]
-    tool = tool_by_name(local, name)
-    args: dict[str, Any] = {"folder" if letter == "l" else "path": attack.path}
+    name = {"l": "list_files", "r": "read_file", "w": "write_file", "e": "edit_file"}
+    tool = tool_by_name(local, name.get(letter, "search_files"))
+    args: dict[str, Any] = {"folder" if letter in "ls" else "path": attack.path}
     if letter == "w":
         args["content"] = "PWNED"
-    before = snapshot(ws.base) if letter == "w" else None
+    if letter == "e":  # the secret files hold the marker: an edit that reached one would succeed
+        args.update(old=ws.marker, new="PWNED")
+    if letter == "s":  # a search that reached a secret file would show its line
+        args["text"] = ws.marker
+    before = snapshot(ws.base) if letter in "we" else None
     try:
         result = await tool.invoke(args)
     except ToolError as e:
@@ -236,7 +241,7 @@ async def test_attack_corpus_nothing_escapes(workspace: Workspace) -> None:
     summary = f"attacks tried: {tried}, escaped: {len(escaped)}"
     print(f"\n{summary}")
     assert not escaped, summary + "\n" + "\n".join(escaped)
-    assert tried >= 275, summary  # every path-taking tool saw the corpus
+    assert tried >= 440, summary  # every path-taking tool saw the corpus
 
 
 async def test_huge_file_read_is_cut_and_huge_write_refused(workspace: Workspace) -> None:

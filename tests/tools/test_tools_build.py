@@ -153,8 +153,10 @@ def test_every_description_says_when_to_call_it(workspace: Workspace) -> None:
     tools = {t.name: t.description for t in LocalTools(workspace.config()).tools}
     assert list(tools) == [
         "list_files",
+        "search_files",
         "read_file",
         "write_file",
+        "edit_file",
         "build_app",
         "start_app",
         "stop_app",
@@ -185,7 +187,8 @@ async def test_demo_defaults_against_the_real_invoice_app(tmp_path: Path) -> Non
         model = tmp_path / "invoice_app" / "model.py"
         lines = model.read_text().splitlines()
         lines.append("def broken(:")
-        await local.tools[2].invoke({"path": "invoice_app/model.py", "content": "\n".join(lines)})
+        write = next(t for t in local.tools if t.name == "write_file")
+        await write.invoke({"path": "invoice_app/model.py", "content": "\n".join(lines)})
         text = await local.build_app()
         assert text.startswith("Build failed with exit code 1."), text
         # the error line, relative to the workspace (no absolute paths for the model to read)

@@ -92,7 +92,7 @@ FinishReason = Literal["stop", "length", "tool_calls", "content_filter", "error"
 class ChatResponse(BaseModel):
     """A model's answer: one or more messages (more after a function-invocation loop)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     messages: list[ChatMessage] = Field(default_factory=list)
     usage: UsageDetails | None = None
@@ -124,7 +124,7 @@ class ChatResponseUpdate(BaseModel):
     (or the role) changes, so the fold gives back exactly the messages of a non-streamed run.
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     role: ChatRole | None = None
     contents: list[Content] = Field(default_factory=list)

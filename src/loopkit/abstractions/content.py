@@ -60,7 +60,7 @@ class ChatRole(StrEnum):
 
 
 class _Content(BaseModel):
-    model_config = ConfigDict(frozen=False, extra="forbid")
+    model_config = ConfigDict(frozen=False, extra="forbid", defer_build=True)
     #: Fields holding plain data (dicts, lists) that are stored as watched copies.
     _watched_fields: ClassVar[tuple[str, ...]] = ()
 
@@ -127,7 +127,11 @@ class DataContent(_Content):
     # Inline bytes are base64 in JSON (an image is not UTF-8), so a message holding one
     # serialises and reads back (a stored session, the run log, telemetry).
     model_config = ConfigDict(
-        frozen=False, extra="forbid", ser_json_bytes="base64", val_json_bytes="base64"
+        frozen=False,
+        extra="forbid",
+        ser_json_bytes="base64",
+        val_json_bytes="base64",
+        defer_build=True,
     )
 
     type: Literal["data"] = "data"
@@ -147,7 +151,7 @@ class DataContent(_Content):
 class UsageDetails(BaseModel):
     """Tokens one or more model calls used, as the provider billed them."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     input_tokens: int = 0
     output_tokens: int = 0
@@ -190,7 +194,7 @@ class ChatMessage(BaseModel):
     ``model_copy(update=...)`` store a copy of the list given, as validation always did.
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     role: ChatRole
     contents: Annotated[list[Content], AfterValidator(ContentList)] = Field(

@@ -33,6 +33,13 @@ DEFAULT_MAX_CARD_BYTES = 64 * 1024
 DEFAULT_REQUEST_TIMEOUT = 120.0
 #: A config file larger than this is not a config file.
 MAX_CONFIG_BYTES = 1_000_000
+#: The tools a card run may leave out of its requests until the model loads them
+#: (``defer_tools``): the UI server's, and write_file (a change is an edit_file, a new file is
+#: rare). Every other tool (local, memory, tester, ...) is offered on every request.
+DEFAULT_DEFER_TOOLS = ("ui_*", "write_file")
+#: Of those, the ones offered on every request all the same (``core_tools``): the UI tools
+#: nearly every card uses. The others are listed by ``load_tools`` and loaded on demand.
+DEFAULT_CORE_TOOLS = ("ui_list_windows", "ui_tree", "ui_get_text", "ui_click", "ui_screenshot")
 
 
 class ConfigError(LoopkitError):
@@ -99,6 +106,16 @@ class RunnerConfig(BaseSettings):
     tools_provider: str = Field(
         default="loopkit_tools",
         description="Module providing ToolsConfig and LocalTools (the local tools' plug-in).",
+    )
+    defer_tools: list[str] = Field(
+        default_factory=lambda: list(DEFAULT_DEFER_TOOLS),
+        description="Tools (names or fnmatch patterns such as 'ui_*') left out of the model's "
+        "requests, except those in core_tools, until the model loads them with load_tools. "
+        "[] offers every tool on every request (no load_tools).",
+    )
+    core_tools: list[str] = Field(
+        default_factory=lambda: list(DEFAULT_CORE_TOOLS),
+        description="Of the defer_tools, those offered on every request all the same.",
     )
     tools: dict[str, Any] = Field(
         default_factory=dict,

@@ -33,6 +33,7 @@ from loopkit.errors import BudgetExceededError, LoopkitError
 from loopkit.mcp.config import MCPServerConfig
 from loopkit.middleware.retry import RetryPolicy
 from loopkit.middleware.run_log import RunLog, RunLogChatClient
+from loopkit.middleware.tool_disclosure import ToolDisclosure
 from loopkit.run_context import RunContext, RunEvent, run_scope
 
 
@@ -112,7 +113,10 @@ class CardRunner:
     ``model`` is the bare provider client. Each run is an :class:`~loopkit.agents.Agent` run
     (see :meth:`agent`): the agent's loop over the run log, the token budget and (when ``retry``
     is given) retries around the model; ``instructions`` are its system message and the card is
-    the user's message (followed by ``message``, when given).
+    the user's message (followed by ``message``, when given). ``disclosure``: offer the model
+    only its core tools and ``load_tools`` for the rest
+    (:class:`~loopkit.middleware.tool_disclosure.ToolDisclosure`); None offers every tool on
+    every request.
 
     A role's settings: ``success_word`` is the word of a successful RESULT line (``done``, a
     tester's ``passed``); ``offered_rules`` are the numbers of the feedback rules put into the
@@ -133,6 +137,7 @@ class CardRunner:
         model_name: str | None = None,
         sampling: dict[str, Any] | None = None,
         name: str = "card-runner",
+        disclosure: ToolDisclosure | None = None,
         success_word: str = "done",
         offered_rules: Sequence[int] = (),
         metadata: dict[str, Any] | None = None,
@@ -147,6 +152,7 @@ class CardRunner:
         self.model_name = model_name
         self.sampling = sampling or {}
         self.name = name
+        self.disclosure = disclosure
         self.success_word = success_word
         self.offered_rules = sorted(offered_rules)
         self.metadata = dict(metadata or {})
@@ -189,6 +195,12 @@ class CardRunner:
             logged.append(_CardRunLog(inner, self.log))
             return logged[0]
 
+        middleware: list[Any] = [run_log]
+        if self.disclosure is not None:
+            # Below the run log: its start line lists every tool the run has, while each
+            # request offers only the core and the loaded ones.
+            tools = self.disclosure.tools(tools)
+            middleware.append(self.disclosure.middleware)
         model: ChatClient | ChatClientBuilder = self.model
         if self.retry is not None:
             # Retries report themselves as run events: the run log writes them as `retry` lines.
@@ -198,7 +210,7 @@ class CardRunner:
             instructions=self.instructions,
             tools=list(tools),
             name=self.name,
-            middleware=[run_log],
+            middleware=middleware,
             max_rounds=self.limits.max_rounds,
             max_tokens=self.limits.max_tokens,
             max_output_tokens=self.limits.max_output_tokens,

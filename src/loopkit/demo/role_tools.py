@@ -8,7 +8,8 @@ bundled one of the same name.
 A role's tool groups decide which tools the model is offered, and only those:
 
 ========== ====================================================================
-files      list_files, read_file, write_file (writes only in the role's ``writes``)
+files      list_files, search_files, read_file, edit_file, write_file (edits and writes only
+           in the role's ``writes``)
 build_app  build_app, run_tests, start_app, stop_app
 git        git_commit (commits the writable folders, the notes among them)
 ui         every tool of the UI server (the server is not started without it)
@@ -79,7 +80,9 @@ NOTES_FOLDER = "notes"
 #: The group of each local tool; a local tool not named here is in ``files``.
 LOCAL_TOOL_GROUPS = {
     "list_files": "files",
+    "search_files": "files",
     "read_file": "files",
+    "edit_file": "files",
     "write_file": "files",
     "build_app": "build_app",
     "run_tests": "build_app",
@@ -162,10 +165,11 @@ class SelectedTools:
 
 def local_tool_filter(role: Role) -> Callable[[str], bool]:
     """Whether a local tool (by name) is in one of the role's groups. A role that writes no
-    folder (``writes: []``) is not offered write_file, nor git_commit unless its memory group
-    gives it ``notes/`` to commit."""
+    folder (``writes: []``) is not offered write_file nor edit_file, nor git_commit unless its
+    memory group gives it ``notes/`` to commit."""
     read_only = not role.front_matter.writes
-    hidden = {"write_file", *([] if role.has("memory") else ["git_commit"])} if read_only else set()
+    writers = ["write_file", "edit_file"]
+    hidden = {*writers, *([] if role.has("memory") else ["git_commit"])} if read_only else set()
     return lambda name: name not in hidden and role.has(LOCAL_TOOL_GROUPS.get(name, "files"))
 
 

@@ -55,6 +55,7 @@ from loopkit.demo.workspace import (
     check_app_source,
     check_earlier_repo,
     create_scratch_repo,
+    new_run_dir,
     open_scratch_repo,
     slug,
 )
@@ -150,7 +151,11 @@ def make_model(config: RunnerConfig, card_path: Path, role: str = DEFAULT_ROLE) 
     if config.scripted:
         from loopkit.providers.scripted import ScriptedChatClient
 
-        return ScriptedChatClient(transcript_for(config, card_path, role), strict=config.strict)
+        return ScriptedChatClient(
+            transcript_for(config, card_path, role),
+            strict=config.strict,
+            require_offered=config.strict,
+        )
     _check_key(config)
     from loopkit.providers.litellm import LiteLLMChatClient
 
@@ -401,24 +406,29 @@ def card_runner(
     tester: ToolSource | None = None,
     durable: bool = False,
     transcript: Path | None = None,
+    ui: ToolSource | None = None,
 ) -> CardRunner:
     """The runner of one demo run in ``role`` (default: develop): the role's instructions with
     the feedback rules of its scope (from ``memory``), the tools of its groups only (local tools,
     the UI server, the memory; ``read_reference`` always), the limits, retries for a real model.
     ``message`` comes with the card; ``tester``: the tester's tools
     (:func:`~loopkit.demo.tester.tester_tools`), offered to a role with the ``tester`` group.
+    ``ui``: the UI server of a role with the ``ui`` group (e.g. already starting); by default
+    the configured one. The model is offered its core tools and ``load_tools`` for the rest
+    (:class:`~loopkit.middleware.tool_disclosure.ToolDisclosure`).
     ``durable``: inside a durable workflow (each model request and tool call a checkpoint,
     retries inside the request's checkpoint). ``transcript``: the one the scripted model plays
     (a subagent's own transcript lies beside it)."""
     from loopkit.cards import CardRunner, MCPToolSource, RunLimits
     from loopkit.middleware.retry import RetryPolicy
+    from loopkit.middleware.tool_disclosure import ToolDisclosure
 
     role = role or find_role(config, DEFAULT_ROLE)
     sources: list[ToolSource] = []
     if needs_local_tools(role):
         sources.append(SelectedTools(tools, local_tool_filter(role)))
     if role.has("ui"):
-        sources.append(MCPToolSource(ui_server_for(config, scratch.run_dir)))
+        sources.append(ui or MCPToolSource(ui_server_for(config, scratch.run_dir)))
     if role.has("tester"):
         sources.append(
             tester or tester_tools(config, scratch, tools, scratch.repo.name, run_log=log.path)
@@ -438,6 +448,7 @@ def card_runner(
         "limits": RunLimits(config.max_rounds, config.max_tokens, config.max_output_tokens),
         "model_name": config.model,
         "sampling": {"temperature": config.temperature} if config.temperature is not None else {},
+        "disclosure": ToolDisclosure(config.core_tools, defer=config.defer_tools),
         "success_word": role.success_word,
         "offered_rules": [number for number, _ in rules],
         "metadata": {"role": role.name},
@@ -460,6 +471,27 @@ def card_runner(
         sources=[DurableToolSource(s) for s in sources],
         **settings,
     )
+
+
+def _set_up(
+    config: RunnerConfig,
+    card_path: Path,
+    role: Role,
+    repo: Path | None,
+    run_dir: Path,
+) -> tuple[ChatClient, ScratchRepo, ToolSource]:
+    """The model, the scratch repository (in ``run_dir``; continuing in ``repo`` when given)
+    and the local tools of a run in ``role``."""
+    model = make_model(config, card_path, role.name)
+    if repo is not None:
+        scratch = open_scratch_repo(
+            repo, config.runs_dir, run_dir.name, config.app_source.name, run_dir=run_dir
+        )
+    else:
+        scratch = create_scratch_repo(
+            config.app_source, config.runs_dir, card_path.stem, run_dir=run_dir
+        )
+    return model, scratch, local_tools(config, scratch, role)
 
 
 async def run_demo(
@@ -496,18 +528,26 @@ async def run_demo(
         from loopkit.demo.durable import run_durable_demo
 
         return await run_durable_demo(config, card, console, role=role, repo=repo, message=message)
+    from loopkit.cards.early_source import EarlyToolSource
+    from loopkit.cards.runner import MCPToolSource
+
+    # The UI server takes about a second to start: a role with the UI starts it first, and the
+    # model, the scratch repository and the local tools are made meanwhile (in a thread, so the
+    # loop runs its start).
+    name = f"{card_path.stem}-{role.name}" if repo is not None else card_path.stem
+    run_dir = new_run_dir(config.runs_dir, name)
+    ui: EarlyToolSource | None = None
+    if role.has("ui"):
+        ui = EarlyToolSource(MCPToolSource(ui_server_for(config, run_dir)))
+        ui.start()
     recorder: TranscriptRecorder | None = None
     try:
-        model = make_model(config, card_path, role.name)
+        model, scratch, tools = await asyncio.to_thread(
+            _set_up, config, card_path, role, repo, run_dir
+        )
         if config.record_transcript is not None:
             recorder = TranscriptRecorder(model, description=f"Recorded run of {card.title!r}.")
             model = recorder
-        if repo is not None:
-            name = f"{card_path.stem}-{role.name}"
-            scratch = open_scratch_repo(repo, config.runs_dir, name, config.app_source.name)
-        else:
-            scratch = create_scratch_repo(config.app_source, config.runs_dir, card_path.stem)
-        tools = local_tools(config, scratch, role)
         memory = role_memory(config, scratch)
         message = take_message(memory, role, message, console)
         log_path = config.log or scratch.run_dir / "run.jsonl"
@@ -517,37 +557,49 @@ async def run_demo(
             else None
         )
     except (WorkspaceError, CardError, ConfigError, OSError) as e:
+        if ui is not None:
+            await ui.aclose()
         console.print(f"[red]error:[/red] {escape(str(e))}")
         return 2
+    except BaseException:
+        if ui is not None:
+            await ui.aclose()
+        raise
     base = scratch.head()
-    with RunLog(log_path) as log:
-        runner = card_runner(
-            config, model, tools, scratch, log, role=role, memory=memory, message=message,
-            tester=tester,
-            transcript=transcript_for(config, card_path, role.name) if config.scripted else None,
-        )  # fmt: skip
-        progress = LiveProgress(console, config.max_rounds)
-        log.subscribe(progress.on_event)
-        interrupted = False
-        with progress:
-            try:
-                outcome = await runner.run(card)
-            except asyncio.CancelledError:
-                # The runner has marked the card Failed and written the result line.
-                interrupted = True
+    try:
+        with RunLog(log_path) as log:
+            played = transcript_for(config, card_path, role.name) if config.scripted else None
+            runner = card_runner(
+                config, model, tools, scratch, log, role=role, memory=memory, message=message,
+                tester=tester, ui=ui, transcript=played,
+            )  # fmt: skip
+            progress = LiveProgress(console, config.max_rounds)
+            log.subscribe(progress.on_event)
+            interrupted = False
+            with progress:
                 try:
-                    reloaded: Card | None = Card.load(card_path, max_bytes=config.max_card_bytes)
-                except CardError:
-                    reloaded = None  # the summary then says Failed, as the runner wrote
-                outcome = CardRunOutcome(
-                    result=RunResult(
-                        status="failed",
-                        reason="the run was interrupted",
-                        success_word=role.success_word,
-                    ),
-                    card=reloaded,
-                    totals=log.totals(),
-                )
+                    outcome = await runner.run(card)
+                except asyncio.CancelledError:
+                    # The runner has marked the card Failed and written the result line.
+                    interrupted = True
+                    try:
+                        reloaded: Card | None = Card.load(
+                            card_path, max_bytes=config.max_card_bytes
+                        )
+                    except CardError:
+                        reloaded = None  # the summary then says Failed, as the runner wrote
+                    outcome = CardRunOutcome(
+                        result=RunResult(
+                            status="failed",
+                            reason="the run was interrupted",
+                            success_word=role.success_word,
+                        ),
+                        card=reloaded,
+                        totals=log.totals(),
+                    )
+    finally:
+        if ui is not None:
+            await ui.aclose()  # when the run never entered it (it closes what it entered)
     if recorder is not None and config.record_transcript is not None:
         saved = recorder.save(config.record_transcript)
         console.print(f"transcript of {len(recorder.turns)} turns recorded in {escape(str(saved))}")

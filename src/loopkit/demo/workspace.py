@@ -88,11 +88,19 @@ def check_app_source(app_source: Path) -> None:
         )
 
 
-def create_scratch_repo(app_source: Path, runs_dir: Path, name: str) -> ScratchRepo:
-    """Copy ``app_source`` into a new git repository under ``runs_dir`` and commit it."""
-    check_app_source(app_source)
+def new_run_dir(runs_dir: Path, name: str) -> Path:
+    """The folder of a new run under ``runs_dir`` (named by the time and ``name``; not created)."""
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S-%f")
-    run_dir = (runs_dir / f"{stamp}-{slug(name)}").resolve()
+    return (runs_dir / f"{stamp}-{slug(name)}").resolve()
+
+
+def create_scratch_repo(
+    app_source: Path, runs_dir: Path, name: str, *, run_dir: Path | None = None
+) -> ScratchRepo:
+    """Copy ``app_source`` into a new git repository under ``runs_dir`` and commit it (in
+    ``run_dir`` when given, e.g. chosen before by :func:`new_run_dir`)."""
+    check_app_source(app_source)
+    run_dir = run_dir or new_run_dir(runs_dir, name)
     repo = run_dir / "repo"
     app_folder = app_source.name
     shutil.copytree(
@@ -111,12 +119,14 @@ def create_scratch_repo(app_source: Path, runs_dir: Path, name: str) -> ScratchR
     return scratch
 
 
-def open_scratch_repo(repo: Path, runs_dir: Path, name: str, app_folder: str) -> ScratchRepo:
-    """A new run folder under ``runs_dir`` for a run that continues in ``repo``, the repository
-    of an earlier run (e.g. a ``test`` run after the ``develop`` run of the same card)."""
+def open_scratch_repo(
+    repo: Path, runs_dir: Path, name: str, app_folder: str, *, run_dir: Path | None = None
+) -> ScratchRepo:
+    """A new run folder under ``runs_dir`` (``run_dir`` when given, e.g. chosen before by
+    :func:`new_run_dir`) for a run that continues in ``repo``, the repository of an earlier run
+    (e.g. a ``test`` run after the ``develop`` run of the same card)."""
     check_earlier_repo(repo, app_folder)
-    stamp = datetime.now().strftime("%Y%m%d-%H%M%S-%f")
-    run_dir = (runs_dir / f"{stamp}-{slug(name)}").resolve()
+    run_dir = run_dir or new_run_dir(runs_dir, name)
     run_dir.mkdir(parents=True)
     return ScratchRepo(run_dir=run_dir, repo=repo.resolve(), app_folder=app_folder)
 

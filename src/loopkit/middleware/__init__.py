@@ -25,9 +25,12 @@ __all__ = [
     "RunLogChatClient",
     "TokenBudgetChatClient",
     "TokenEstimator",
+    "ToolDisclosure",
+    "ToolDisclosureChatClient",
     "ToolInvocation",
     "ToolInvocationListener",
     "TranscriptRecorder",
+    "compact_schema",
     "cut_result",
     "estimate_tokens",
     "is_transient",
@@ -57,6 +60,9 @@ _EXPORTS: dict[str, str] = {
     "TokenBudgetChatClient": "loopkit.middleware.token_budget",
     "TokenEstimator": "loopkit.middleware.token_estimate",
     "estimate_tokens": "loopkit.middleware.token_estimate",
+    "ToolDisclosure": "loopkit.middleware.tool_disclosure",
+    "ToolDisclosureChatClient": "loopkit.middleware.tool_disclosure",
+    "compact_schema": "loopkit.middleware.tool_disclosure",
     "TranscriptRecorder": "loopkit.middleware.transcript_recorder",
     "ExpectMode": "loopkit.middleware.transcript_recorder",
 }
@@ -78,6 +84,11 @@ if TYPE_CHECKING:
     from loopkit.middleware.run_log import RunLog, RunLogChatClient, redact
     from loopkit.middleware.token_budget import TokenBudgetChatClient
     from loopkit.middleware.token_estimate import TokenEstimator, estimate_tokens
+    from loopkit.middleware.tool_disclosure import (
+        ToolDisclosure,
+        ToolDisclosureChatClient,
+        compact_schema,
+    )
     from loopkit.middleware.transcript_recorder import ExpectMode, TranscriptRecorder
 else:
     # Hidden from type checkers: a module ``__getattr__`` would make any misspelt name "Any".

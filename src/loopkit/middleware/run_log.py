@@ -47,7 +47,9 @@ from loopkit.middleware.function_invocation import ToolInvocation
 from loopkit.redaction import Redactor
 from loopkit.run_context import RunContext, RunEvent, current_run
 
-_NO_USAGE = UsageDetails()
+# Built without validation: building the model's validator at import would cost the import
+# of every program that names RunLog (the models are built on first use: defer_build).
+_NO_USAGE = UsageDetails.model_construct()
 # The wall clock by its own names: ``time.monotonic``/``time.perf_counter`` (durations) are read
 # through the module, which tests replace with a fake clock.
 _wall_time, _strftime, _localtime = time.time, time.strftime, time.localtime

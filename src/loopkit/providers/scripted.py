@@ -160,10 +160,13 @@ class ScriptedChatClient:
         script: Script | str | Path | Sequence[Mapping[str, Any]],
         *,
         strict: bool = True,
+        require_offered: bool = False,
     ) -> None:
         """``script``: a :class:`Script`, the path of a script file, or the turns themselves
         (a list of dicts such as ``{"calls": [{"name": "add", "arguments": {...}}]}`` and
-        ``{"text": "RESULT: done"}``)."""
+        ``{"text": "RESULT: done"}``). ``require_offered``: a turn may call only tools its
+        request offered (as a real model sees only those); a call of another is a
+        :class:`ScriptDivergedError`."""
         if isinstance(script, Script):
             self.script = script
         elif isinstance(script, str | Path):
@@ -171,6 +174,7 @@ class ScriptedChatClient:
         else:
             self.script = Script.model_validate({"turns": list(script)})
         self.strict = strict
+        self.require_offered = require_offered
         self.position = 0
         self.requests: list[list[ChatMessage]] = []
         # Each message's characters are counted once, not on every request (the estimate of a
@@ -222,9 +226,23 @@ class ScriptedChatClient:
                     f"turn {turn_no + 1}: the script expects a request without tools (the loop's "
                     f"final request), but {len(offered)} tools were offered"
                 )
+        if self.require_offered:
+            self._check_offered(turn, turn_no, options)
         self.position += 1
         self.requests.append(list(messages))
         return turn, turn_no
+
+    @staticmethod
+    def _check_offered(turn: ScriptedTurn, turn_no: int, options: ChatOptions | None) -> None:
+        if options is None or (options.tool_mode is not None and options.tool_mode.kind == "none"):
+            return  # a request without tools (the loop's last): what the loop does with calls
+        offered = {t.name for t in options.tools}
+        for call in turn.calls:
+            if call.name not in offered:
+                raise ScriptDivergedError(
+                    f"turn {turn_no + 1}: the script calls {call.name}, which this request did "
+                    f"not offer (offered: {', '.join(sorted(offered)) or 'no tools'})"
+                )
 
     def _build(
         self, turn: ScriptedTurn, turn_no: int, messages: Sequence[ChatMessage]

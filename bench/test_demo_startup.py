@@ -1,0 +1,100 @@
+"""The demo's wall time on the delete card, and how long it takes to ask the model anything.
+
+``python -m loopkit.demo`` on a copy of the delete card with the scripted model, run for real
+(files, build, the app, the UI server, git) on one headless desktop started once for all runs (the
+desktop's own start, a second or two, is not the demo's), beside the same command from another
+source tree when ``LOOPKIT_BENCH_BASELINE_SRC`` names one (e.g. ``../main/src``). Printed per run
+and as medians: the total (process start to exit) and process start to the first model request
+(the run log's ``start`` line is written as the first request is sent; its time stamp has
+millisecond precision). Where the rest goes: the sum of the tool calls' times, by tool.
+
+Goals (issue 15): total at most 2.5 s, first request at most 1.0 s.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from loopkit_ui.session import HeadlessDesktop
+
+ROOT = Path(__file__).resolve().parents[1]
+CARD = "delete-asks-for-confirmation"
+RUNS = 5
+
+pytestmark = [pytest.mark.integration, pytest.mark.ui]
+
+
+def one_run(desktop: HeadlessDesktop, tmp: Path, src: Path) -> dict[str, Any]:
+    tmp.mkdir(parents=True)
+    card = tmp / f"{CARD}.md"
+    shutil.copy(ROOT / "examples" / "cards" / f"{CARD}.md", card)
+    env = desktop.child_env(
+        {
+            "PYTHONPATH": str(src),
+            "LOOPKIT_RUNS_DIR": str(tmp / "runs"),
+            "LOOPKIT_HEADLESS": "never",
+            "COLUMNS": "200",
+        }
+    )
+    started = time.time()
+    done = subprocess.run(
+        [sys.executable, "-m", "loopkit.demo", str(card)],
+        cwd=src.parent,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    total = time.time() - started
+    assert done.returncode == 0, done.stdout + done.stderr
+    events = [json.loads(line) for line in next((tmp / "runs").rglob("run.jsonl")).open()]
+    assert events[0]["type"] == "start" and events[-1]["data"]["status"] == "done"
+    first = datetime.fromisoformat(events[0]["time"]).timestamp() - started
+    tools: dict[str, float] = {}
+    for e in events:
+        if e["type"] == "tool":
+            tools[e["data"]["name"]] = tools.get(e["data"]["name"], 0.0) + e["data"]["ms"]
+    return {"total": total, "first": first, "tools": tools}
+
+
+def test_demo_start_up_and_total(tmp_path: Path) -> None:
+    trees = {"this tree": ROOT / "src"}
+    baseline = os.environ.get("LOOPKIT_BENCH_BASELINE_SRC")
+    if baseline:
+        trees["baseline"] = Path(baseline).resolve()
+    results: dict[str, list[dict[str, Any]]] = {name: [] for name in trees}
+    with HeadlessDesktop() as desktop:
+        for n in range(RUNS + 1):  # the first round warms the disk caches: not counted
+            for name, src in trees.items():
+                run = one_run(desktop, tmp_path / f"{name.replace(' ', '-')}-{n}", src)
+                if n:
+                    results[name].append(run)
+    print(f"\n\ndemo on the {CARD} card, scripted model, {RUNS} runs (after a warm-up)")
+    print("| tree | total s (median) | min | first request s (median) | min |")
+    for name, runs in results.items():
+        totals = [r["total"] for r in runs]
+        firsts = [r["first"] for r in runs]
+        print(
+            f"| {name} | {statistics.median(totals):.2f} | {min(totals):.2f} | "
+            f"{statistics.median(firsts):.2f} | {min(firsts):.2f} |"
+        )
+    for name, runs in results.items():
+        tools: dict[str, list[float]] = {}
+        for r in runs:
+            for tool, ms in r["tools"].items():
+                tools.setdefault(tool, []).append(ms)
+        spent = sorted(((statistics.median(v), t) for t, v in tools.items()), reverse=True)
+        shown = ", ".join(f"{t} {ms / 1000:.2f}" for ms, t in spent[:6])
+        print(f"{name}: tool time by tool (s, median): {shown}")
+    print("goals: total <= 2.5 s, first model request <= 1.0 s")
