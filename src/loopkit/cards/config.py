@@ -34,9 +34,19 @@ DEFAULT_REQUEST_TIMEOUT = 120.0
 #: A config file larger than this is not a config file.
 MAX_CONFIG_BYTES = 1_000_000
 #: The tools a card run may leave out of its requests until the model loads them
-#: (``defer_tools``): the UI server's, and write_file (a change is an edit_file, a new file is
-#: rare). Every other tool (local, memory, tester, ...) is offered on every request.
-DEFAULT_DEFER_TOOLS = ("ui_*", "write_file")
+#: (``defer_tools``): the UI server's, write_file (a change is an edit_file, a new file is
+#: rare) and the memory tools a run needs now and then (the router, a search and writing a note
+#: stay offered: the memory-first rule uses them in every run). Every other tool (local, tester,
+#: ...) is offered on every request.
+DEFAULT_DEFER_TOOLS = (
+    "ui_*",
+    "write_file",
+    "read_topic",
+    "read_note",
+    "add_rule",
+    "read_rules",
+    "check_terms",
+)
 #: Of those, the ones offered on every request all the same (``core_tools``): the UI tools
 #: nearly every card uses. The others are listed by ``load_tools`` and loaded on demand.
 DEFAULT_CORE_TOOLS = ("ui_list_windows", "ui_tree", "ui_get_text", "ui_click", "ui_screenshot")
