@@ -92,6 +92,28 @@ def test_a_tool_not_loaded_is_not_offered() -> None:
         run([{"calls": [{"name": "cell", "arguments": {"table": "T", "row": 0}}]}], core=["read"])
 
 
+def test_a_deferred_tool_called_without_a_load_is_offered_from_then_on() -> None:
+    """A model (not a strict replay) may call a deferred tool it knows by name: the loop runs it,
+    and later requests offer it, appended, as its history now calls it; a failed call loads
+    nothing."""
+    disclosure = ToolDisclosure(["read"])
+    turns: list[dict[str, Any]] = [
+        {"calls": [{"name": "cell", "arguments": {"table": "T"}}]},  # invalid: an error result
+        {"calls": [{"name": "cell", "arguments": {"table": "T", "row": 0}}]},
+        {"text": "done"},
+    ]
+    offered = Offered(ScriptedChatClient(turns))
+    agent = Agent(
+        offered, tools=disclosure.tools([read, click, cell]), middleware=[disclosure.middleware]
+    )
+    assert asyncio.run(agent.run("go")).text == "done"
+    assert offered.names == [
+        ["read", LOAD_TOOLS],
+        ["read", LOAD_TOOLS],
+        ["read", LOAD_TOOLS, "cell"],
+    ]
+
+
 def test_a_failed_load_loads_nothing_and_names_what_exists() -> None:
     turns: list[dict[str, Any]] = [
         {

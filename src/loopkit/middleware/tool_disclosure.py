@@ -10,7 +10,10 @@ everything before the newly loaded schemas (loading early, when the conversation
 cheap).
 
 What the model is offered is worked out from the conversation itself (the ``load_tools`` calls
-whose result was not an error), never kept in the middleware: one instance serves any number of
+whose result was not an error, and any deferred tool the model called by name anyway whose
+result was not an error: a model that knows a name from ``load_tools``' description may skip the
+load, and a later request must then still offer the tool its history calls), never kept in the
+middleware: one instance serves any number of
 runs, a resumed or durable run sees the same tools as before, and a compacted history that drops
 a load drops its tools. The loop above still holds every tool, so it can invoke any of them.
 
@@ -130,8 +133,8 @@ _Loads = tuple[list[tuple[str, list[str]]], list[str]]
 
 
 def _loads_of(loader: str) -> Callable[[int, ChatMessage], _Loads]:
-    """What one message adds: its ``loader`` calls (call id, names) and the call ids of its
-    successful results."""
+    """What one message adds: its calls (call id, the names they load: a ``loader`` call its
+    ``names``, any other call its own tool) and the call ids of its successful results."""
 
     def compute(index: int, message: ChatMessage) -> _Loads:
         calls: list[tuple[str, list[str]]] = []
@@ -141,6 +144,8 @@ def _loads_of(loader: str) -> Callable[[int, ChatMessage], _Loads]:
                 names = c.arguments.get("names")
                 if isinstance(names, list):
                     calls.append((c.call_id, [n for n in names if isinstance(n, str)]))
+            elif isinstance(c, FunctionCallContent):
+                calls.append((c.call_id, [c.name]))
             elif isinstance(c, FunctionResultContent) and not c.error:
                 ok.append(c.call_id)
         return calls, ok
