@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-from contextlib import AsyncExitStack, nullcontext, suppress
+from contextlib import nullcontext, suppress
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -200,19 +200,12 @@ class DurableCardRunner(CardRunner):
     async def run(self, card: Card, *, write_state: bool = True) -> CardRunOutcome:
         """Run ``card`` (already In Work: the preparation checkpoint set it) to its end."""
         answer: AgentRunResult[str] | None = None
-        logged: _CardRunLog | None = None
+        logs: list[_CardRunLog] = []
         try:
-            async with AsyncExitStack() as stack:
-                tools: list[Tool] = []
-                for source in self.sources:
-                    await stack.enter_async_context(source)
-                    tools.extend(source.tools)
-                self._check_unique(tools)
-                agent, logged = self._agent(tools)
-                answer = await agent.run(self.prompt(card), metadata=self.run_metadata(card))
+            answer = await self._answer(card, logs)
             result = self._judge(answer)
         except asyncio.CancelledError:
-            run = logged.run if logged is not None else None
+            run = logs[0].run if logs else None
             durable = current_durable_run()
             with run_scope(run) if run is not None else nullcontext():
                 if durable is not None and durable.cancelled:
@@ -228,7 +221,7 @@ class DurableCardRunner(CardRunner):
             result = self._failed(str(e))
         except Exception as e:  # a provider or tool-server failure, too many failing rounds ...
             result = self._failed(f"{type(e).__name__}: {e}")
-        run = logged.run if logged is not None else None
+        run = logs[0].run if logs else None
         with run_scope(run) if run is not None else nullcontext():
             ended = await finish_card_run(
                 card, result, self.log, write_state=write_state, **self.result_details(answer)

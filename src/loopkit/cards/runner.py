@@ -219,32 +219,40 @@ class CardRunner:
         )
         return agent, logged[0]
 
+    async def _answer(self, card: Card, logs: list[_CardRunLog]) -> AgentRunResult[str]:
+        """Open the tool sources, make the agent and run it on ``card``. The run's log goes into
+        ``logs`` as soon as the agent exists, so a caller's error handling can still name the
+        run when the agent run raises."""
+        async with AsyncExitStack() as stack:
+            tools: list[Tool] = []
+            for source in self.sources:
+                await stack.enter_async_context(source)
+                tools.extend(source.tools)
+            self._check_unique(tools)
+            agent, logged = self._agent(tools)
+            logs.append(logged)
+            return await agent.run(self.prompt(card), metadata=self.run_metadata(card))
+
     async def run(self, card: Card, *, write_state: bool = True) -> CardRunOutcome:
         """Run ``card``; its state becomes In Work, then Done or Failed (written to its file)."""
         if write_state and card.path is not None:
             card = card.save_state(CardState.IN_WORK)
         answer: AgentRunResult[str] | None = None
-        logged: _CardRunLog | None = None
+        logs: list[_CardRunLog] = []
         try:
-            async with AsyncExitStack() as stack:
-                tools: list[Tool] = []
-                for source in self.sources:
-                    await stack.enter_async_context(source)
-                    tools.extend(source.tools)
-                self._check_unique(tools)
-                agent, logged = self._agent(tools)
-                answer = await agent.run(self.prompt(card), metadata=self.run_metadata(card))
+            answer = await self._answer(card, logs)
             result = self._judge(answer)
         except BudgetExceededError as e:
             result = self._failed(str(e))
         except asyncio.CancelledError:
             result = self._failed("the run was interrupted")
-            self._finish(card, result, write_state, logged)
+            self._finish(card, result, write_state, logs[0] if logs else None)
             raise
         except (LoopkitError, OSError, ValueError) as e:
             result = self._failed(f"{type(e).__name__}: {e}")
         except Exception as e:  # a tool's exception after too many failing rounds, etc.
             result = self._failed(f"{type(e).__name__}: {e}")
+        logged = logs[0] if logs else None
         card, totals = self._finish(card, result, write_state, logged, self.result_details(answer))
         run = logged.run if logged is not None else None
         return CardRunOutcome(
