@@ -112,6 +112,8 @@ class Board:
         return response
 
     async def logout(self, request: Request) -> Response:
+        # Revoked on the server too: a copy of the cookie is no login from now on.
+        self.signer.revoke(request.cookies.get(COOKIE))
         response = RedirectResponse("/login", status_code=303)
         response.delete_cookie(COOKIE)
         return response

@@ -144,10 +144,15 @@ class LoginSession:
 
 
 class Signer:
-    """Signs and reads login cookies with a key kept in ``data_dir/board-secret`` (0600)."""
+    """Signs and reads login cookies with a key kept in ``data_dir/board-secret`` (0600).
+
+    A logout revokes its cookie on the server: the session is written to
+    ``data_dir/board-logouts`` (kept until the session would have expired anyway), so a copied
+    cookie stops working at logout, also after a restart, not only when it expires."""
 
     def __init__(self, data_dir: str | Path) -> None:
         self.key = _secret_key(Path(data_dir) / "board-secret")
+        self._logouts = _Logouts(Path(data_dir) / "board-logouts")
 
     def sign(self, session: LoginSession) -> str:
         payload = json.dumps(
@@ -170,11 +175,61 @@ class Signer:
             session = LoginSession(str(data["u"]), float(data["e"]), str(data["c"]))
         except (ValueError, KeyError, TypeError):
             return None
-        return session if session.expires > time.time() else None
+        if session.expires <= time.time() or session.csrf in self._logouts:
+            return None
+        return session
+
+    def revoke(self, cookie: str | None) -> bool:
+        """Log the cookie's session out for good; False when the cookie is no valid login."""
+        session = self.read(cookie)
+        if session is None:
+            return False
+        self._logouts.add(session)
+        return True
 
     @staticmethod
     def new_session(user: str) -> LoginSession:
         return LoginSession(user, time.time() + SESSION_SECONDS, secrets.token_urlsafe(24))
+
+
+class _Logouts:
+    """Sessions logged out before they expired: one ``csrf expires`` line each, appended.
+
+    The CSRF token is random per login, so it names the session; expired lines are dropped
+    when the file is read (at start), so it stays as small as the logins of the last 12 h."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        now = time.time()
+        self._until: dict[str, float] = {}
+        try:
+            lines = path.read_text(encoding="utf-8").splitlines()
+        except FileNotFoundError:
+            lines = []
+        for line in lines:
+            token, _, expires = line.partition(" ")
+            try:
+                until = float(expires)
+            except ValueError:
+                continue  # a line cut short by a crash
+            if until > now:
+                self._until[token] = until
+        if len(self._until) < len(lines):
+            self._write_all()
+
+    def __contains__(self, token: str) -> bool:
+        return token in self._until
+
+    def add(self, session: LoginSession) -> None:
+        self._until[session.csrf] = session.expires
+        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        with os.fdopen(fd, "a", encoding="utf-8") as f:
+            f.write(f"{session.csrf} {session.expires}\n")
+
+    def _write_all(self) -> None:
+        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.writelines(f"{t} {u}\n" for t, u in self._until.items())
 
 
 def _secret_key(path: Path) -> bytes:

@@ -255,3 +255,27 @@ def test_a_foreign_host_name_is_refused(tmp_path: Path) -> None:
     with running_board(tmp_path) as board:
         rebound = httpx.get(board.url + "/login", headers={"host": "attacker.example"})
         assert rebound.status_code == 421
+
+
+def test_a_logout_revokes_the_cookie_on_the_server_also_after_a_restart(tmp_path: Path) -> None:
+    copy_card(tmp_path / "cards")
+    with running_board(tmp_path) as board, board.client() as client:
+        assert board.login(client).status_code == 303
+        stolen = client.cookies.get("loopkit_board")
+        assert stolen and client.get("/").status_code == 200
+        home = client.get("/", headers={"accept": "text/html"})
+        assert client.post("/logout", data={"csrf": csrf_of(home.text)}).status_code == 303
+        client.cookies.clear()
+        client.cookies.set("loopkit_board", stolen)  # a copy taken before the logout
+        assert client.get("/").status_code == 401
+        client.cookies.clear()
+        assert board.login(client).status_code == 303  # a new login still works
+        second = client.cookies.get("loopkit_board")
+        assert second and second != stolen and client.get("/").status_code == 200
+    with running_board(tmp_path) as board, board.client() as client:
+        client.cookies.set("loopkit_board", stolen)
+        assert client.get("/").status_code == 401
+        client.cookies.set("loopkit_board", second)
+        assert client.get("/").status_code == 200
+    logouts = tmp_path.glob("**/board-logouts")
+    assert [oct(p.stat().st_mode & 0o777) for p in logouts] == ["0o600"]
