@@ -96,6 +96,7 @@ async def serve(config: RunnerConfig, name: str, *, max_runs: int | None = None)
         # DBOS logs a cancelled or failed run with a traceback; the worker reports each run's
         # end itself, and the reason is in the run's record and log.
         log_level="CRITICAL",
+        max_runs=max_runs,
     )
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

@@ -197,3 +197,17 @@ def test_a_stopped_worker_interrupts_its_run_and_the_next_worker_finishes_it(
     assert (types["interrupted"], types["resumed"], types["result"]) == (1, 1, 1)
     assert [e["data"]["round"] for e in events if e["type"] == "round"] == card_rounds()
     assert Card.load(card).state == CardState.DONE
+
+
+def test_max_runs_takes_no_further_run_from_the_queue(tmp_path: Path) -> None:
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    ids = [runs(tmp_path, "enqueue", str(copy_card(tmp_path / d, CARD))).strip() for d in "ab"]
+    w = worker(tmp_path, "w", "--max-runs", "1")
+    out, _ = w.communicate(timeout=240)
+    assert w.returncode == 0, out
+    # The second run was waiting all along; as the first one started, this worker stopped taking
+    # queued runs, so it is still on the queue for the next worker (not taken, nor run here).
+    assert out.count(": started") == 1, out
+    states = {i: json.loads(runs(tmp_path, "show", i, "--json"))["state"] for i in ids}
+    assert sorted(states.values()) == ["done", "queued"], states

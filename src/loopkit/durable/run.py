@@ -235,8 +235,12 @@ async def durable_step(name: str, work: Callable[[], Awaitable[Any] | Any]) -> A
 async def durable_run(*, notice: str | None = DEFAULT_NOTICE) -> AsyncIterator[DurableRun]:
     """The :class:`DurableRun` of the workflow whose code calls this (its first checkpoint is
     recorded here); current for the ``async with`` block."""
+    from loopkit.durable.runtime import DurableRuntime
+
     workflow_id = _workflow_id()
     durable = DurableRun(workflow_id, notice=notice)
+    if DurableRuntime._running is not None:  # before any await: a --max-runs worker stops here
+        DurableRuntime._running.run_started(workflow_id)
 
     async def start() -> str:
         return json.dumps({"executor": _executor_id()})

@@ -151,6 +151,9 @@ class DurableRuntime:
       used by :meth:`resume`), so a process never takes work meant for workers; ``None``
       listens to every queue (DBOS's default).
     - ``log_level``: DBOS's own logging (it prints to the console).
+    - ``max_runs``: take at most this many runs in this process: as the last one starts, the
+      process stops taking queued work (a worker's ``--max-runs``), so no further run is
+      dequeued here while it finishes.
 
     Only one runtime can run in a process at a time (DBOS is a process-wide engine). Start it
     from the event loop that will run the workflows (``async with runtime:``): DBOS runs the
@@ -165,7 +168,10 @@ class DurableRuntime:
         listen: Sequence[str] | None = (),
         log_level: str = "WARNING",
         application_version: str = APPLICATION_VERSION,
+        max_runs: int | None = None,
     ) -> None:
+        if max_runs is not None and max_runs < 1:
+            raise DurableError(f"max_runs must be at least 1 (got {max_runs})")
         self.database_url = database_url(database)
         self.executor_id = executor_id or process_executor_id()
         #: The queue :meth:`resume` puts a run on; only this process listens to it.
@@ -173,6 +179,9 @@ class DurableRuntime:
         self.listen = None if listen is None else [*listen, self.private_queue]
         self.log_level = log_level
         self.application_version = application_version
+        self.max_runs = max_runs
+        #: Runs started in this process since :meth:`start` (new, resumed or recovered).
+        self.runs_started = 0
         self._started = False
         self._queue_registered = False
 
@@ -215,6 +224,28 @@ class DurableRuntime:
             dbos.DBOS.destroy()
             raise
         self._started = True
+        self.runs_started = 0
+        DurableRuntime._running = self
+
+    #: The started runtime of this process (DBOS allows one), told of each run that starts.
+    _running: DurableRuntime | None = None
+
+    def run_started(self, run_id: str) -> None:
+        """Called as a run starts in this process; the last of ``max_runs`` stops the intake."""
+        self.runs_started += 1
+        if self.max_runs is not None and self.runs_started >= self.max_runs:
+            self._stop_taking_queued_runs()
+
+    def _stop_taking_queued_runs(self) -> None:
+        # DBOS has no public call to stop dequeuing while runs go on; its shutdown begins by
+        # setting these events (queue, recovery and scheduler threads), and a run in progress
+        # runs on the event loop, untouched by them. The card queue takes one run at a time
+        # per process, so nothing else is dequeued between this run's start and this call.
+        import dbos
+
+        instance = getattr(dbos._dbos, "_dbos_global_instance", None)
+        for event in getattr(instance, "background_thread_stop_events", ()):
+            event.set()
 
     async def stop(self) -> None:
         """Stop DBOS (its threads); workflows still running in this process stay pending and
@@ -224,6 +255,8 @@ class DurableRuntime:
         from dbos import DBOS
 
         self._started = False
+        if DurableRuntime._running is self:
+            DurableRuntime._running = None
         if self._queue_registered:
             with contextlib.suppress(Exception):
                 await DBOS.delete_queue_async(self.private_queue)
