@@ -98,3 +98,35 @@ def test_a_run_whose_first_post_failed_is_still_followed(
     post = slack.wait_post(ts, "cancelled")  # the thread still got the run's end
     assert post.args["channel"] == "D0DIRECT"
     assert bot.stop() == 130
+
+
+def test_cancel_in_a_runs_thread_cancels_the_run(
+    slack: FakeSlack, start_bot, tmp_path: Path
+) -> None:
+    card = tmp_path / "delete-asks-for-confirmation.md"
+    card.write_bytes((ROOT / "examples/cards/delete-asks-for-confirmation.md").read_bytes())
+    bot = start_bot()
+    ts = slack.send_message(ALLOWED, f"{ROLE} {card}", channel="D0DIRECT")
+    slack.wait_post(ts, "queued, position 1")  # no worker: it stays queued until cancelled
+    run_id = re.search(r"run (\w+) of ", bot.output()).group(1)  # type: ignore[union-attr]
+    # someone not on the allowlist cannot cancel it
+    slack.send_message("U0MALLORY", "cancel", channel="D0DIRECT", thread_ts=ts)
+    slack.wait_post(ts, "not on this bot's list of allowed users")
+    slack.send_message(ALLOWED, "<@U0BOT> Cancel.", channel="D0DIRECT", thread_ts=ts)
+    said = slack.wait_post(ts, "Cancelling run")
+    assert f"`{run_id}`" in said.args["text"] and "it was queued" in said.args["text"]
+    slack.wait_post(ts, ":no_entry: cancelled")  # the follower posts the run's end
+    shown = subprocess.run(
+        [sys.executable, "-m", "loopkit.runs", "show", run_id],
+        cwd=ROOT,
+        env=bot_env(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert shown.returncode == 0 and "cancelled" in shown.stdout, shown.stdout + shown.stderr
+    # once ended, a second cancel says why it cannot
+    slack.send_message(ALLOWED, "cancel", channel="D0DIRECT", thread_ts=ts)
+    slack.wait_post(ts, "I cannot cancel it")
+    assert bot.stop() == 130
+    assert f"run {run_id} cancelled by {ALLOWED} (was queued)" in bot.output()

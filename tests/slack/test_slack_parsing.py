@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from loopkit_board.slack.commands import RunCommand, UnknownCommand, parse_command, roles_help
+from loopkit_board.slack.commands import (
+    RunCommand,
+    UnknownCommand,
+    is_cancel,
+    parse_command,
+    roles_help,
+)
 
 ROLES = ("developer", "test")
 
@@ -43,3 +49,18 @@ def test_unknown_commands(text: str, reason: str) -> None:
     assert isinstance(command, UnknownCommand)
     assert reason in command.reason
     assert "`developer`, `test`" in roles_help(ROLES, command.reason)
+
+
+@pytest.mark.parametrize(
+    ("text", "cancels"),
+    [
+        ("cancel", True),
+        ("<@U0BOT> Cancel.", True),
+        ("  CANCEL!  ", True),
+        ("cancel the run?", False),  # a question about the run, for the chat
+        ("why did you cancel", False),
+        ("", False),
+    ],
+)
+def test_cancel_is_the_word_alone(text: str, cancels: bool) -> None:
+    assert is_cancel(text) is cancels

@@ -28,7 +28,7 @@ from loopkit.cards.card import Card
 from loopkit.errors import LoopkitError
 from loopkit_board.feed import RunEvent
 from loopkit_board.service import BoardService
-from loopkit_board.slack.commands import RunCommand, parse_command, roles_help
+from loopkit_board.slack.commands import RunCommand, is_cancel, parse_command, roles_help
 from loopkit_board.slack.config import SlackBotConfig, SlackTokens
 from loopkit_board.slack.posts import PROBE_KINDS, format_events, place, result_line, run_files
 from loopkit_board.slack.threads import ThreadRun, ThreadStore
@@ -99,7 +99,10 @@ class SlackBot:
             await self._post(channel, thread_ts, REFUSAL)
             return
         if thread is not None:
-            await self._answer(thread, text)
+            if is_cancel(text):
+                await self._cancel(thread, user)
+            else:
+                await self._answer(thread, text)
             return
         command = parse_command(text, self.service.roles)
         if not isinstance(command, RunCommand):
@@ -271,6 +274,21 @@ class SlackBot:
                 title=f"{path.name} of run {thread.run_id}",
             )
         await self.threads.mark_reported(thread)
+
+    async def _cancel(self, thread: ThreadRun, user: str) -> None:
+        """``cancel`` in a run's thread: the run is cancelled (its worker stops it within half a
+        second); the thread's follower posts its end as for any run."""
+        try:
+            before = await self.service.cancel(thread.run_id)
+        except LoopkitError as e:  # unknown, or already ended: said in the thread
+            await self._post(thread.channel, thread.thread_ts, f"I cannot cancel it: {e}")
+            return
+        self.logger.info("run %s cancelled by %s (was %s)", thread.run_id, user, before.state)
+        await self._post(
+            thread.channel,
+            thread.thread_ts,
+            f"Cancelling run `{thread.run_id}` (it was {before.state}).",
+        )
 
     async def _answer(self, thread: ThreadRun, question: str) -> None:
         async with self._asking.setdefault(thread.session_id, asyncio.Lock()):

@@ -8,7 +8,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-__all__ = ["RunCommand", "UnknownCommand", "parse_command", "roles_help"]
+__all__ = ["RunCommand", "UnknownCommand", "is_cancel", "parse_command", "roles_help"]
 
 # A leading mention of the bot (``<@U0BOT>``) in a channel message is not part of the command.
 _MENTION = re.compile(r"^\s*<@[A-Z0-9]+(?:\|[^>]*)?>[\s:,]*")
@@ -38,6 +38,13 @@ def _plain(text: str) -> str:
     text = _MENTION.sub("", text, count=1)
     text = _LINK.sub(lambda m: m.group(1) or m.group(2), text)
     return html.unescape(text).strip()
+
+
+def is_cancel(text: str) -> bool:
+    """True for a reply in a run's thread that asks to cancel the run: the word ``cancel``
+    alone (a mention before it, a full stop or ``!`` after it allowed); anything longer is a
+    question about the run."""
+    return _plain(text).lower().rstrip(".!") == "cancel"
 
 
 def parse_command(text: str, roles: Sequence[str]) -> RunCommand | UnknownCommand:
