@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
 import re
 import secrets
 import shutil
@@ -39,6 +40,7 @@ from pydantic import BaseModel, Field
 
 from loopkit.abstractions import FunctionTool, Tool, ToolError
 from loopkit.child_env import child_environment
+from loopkit.errors import LoopkitError
 from loopkit.run_context import current_run
 from loopkit_ui.backends import TreeSnapshot
 from loopkit_ui.scripts.findings import Finding, crash_signs, first_stack_line, normalise_stack_line
@@ -81,6 +83,8 @@ TESTER_TOOL_NAMES = (
 )
 _SCRIPT_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
 _MAX_EVIDENCE = 20_000
+#: The run's record so far, in the report folder (see TesterTools.record_path).
+RECORD_FILE = "record.json"
 
 
 class TesterConfig(BaseModel):
@@ -130,6 +134,7 @@ class TesterTools:
         )
         #: The runner's verdict on each regression script, in order.
         self.regressions: list[dict[str, Any]] = []
+        self._load_record()
         self._lock = threading.Lock()
         self._clock = time.perf_counter()
         self._last_step = self._clock
@@ -137,6 +142,35 @@ class TesterTools:
             FunctionTool(getattr(self, name), name=name, description=_DESCRIPTIONS[name])
             for name in TESTER_TOOL_NAMES
         ]
+
+    @property
+    def record_path(self) -> Path:
+        """The run's record so far (steps, findings, regression verdicts), rewritten after
+        each tool call: a durable run resumed in a new process takes it up, since the calls it
+        replays from their checkpoints do not run again."""
+        return self.config.report_dir / RECORD_FILE
+
+    def _load_record(self) -> None:
+        try:
+            data = json.loads(self.record_path.read_text("utf-8"))
+            result = RunResult.model_validate(data["result"])
+            regressions = list(data["regressions"])
+        except FileNotFoundError:
+            return
+        except (ValueError, KeyError, TypeError) as error:
+            raise LoopkitError(
+                f"{self.record_path}: not a test run's record ({error}); move it away to start "
+                "the run's record afresh"
+            ) from None
+        self.result, self.regressions = result, regressions
+
+    def _save_record(self) -> None:
+        """Called with the lock held, after every change of the record."""
+        self.config.report_dir.mkdir(parents=True, exist_ok=True)
+        data = {"result": self.result.model_dump(mode="json"), "regressions": self.regressions}
+        temporary = self.record_path.with_suffix(".tmp")
+        temporary.write_text(json.dumps(data, ensure_ascii=False), "utf-8")
+        os.replace(temporary, self.record_path)  # whole or not at all, also when killed
 
     @property
     def report_path(self) -> Path | None:
@@ -183,6 +217,7 @@ class TesterTools:
             )
             if shot is not None:
                 self.result.screenshots.append(shot)
+            self._save_record()
         verdict = "passed" if passed else "FAILED"
         return f"step {index + 1} recorded ({verdict}): {description}"
 
@@ -252,6 +287,7 @@ class TesterTools:
             if self.result.steps:
                 self.result.steps[-1].findings.append(finding.fingerprint)
             self._store_run()
+            self._save_record()
         count = next(
             (r["count"] for r in self.store.findings() if r["fingerprint"] == finding.fingerprint),
             1,
@@ -356,6 +392,7 @@ class TesterTools:
                 f"regression script {path}: the runner says {verdict['status']} "
                 f"({verdict['summary']}); its report: {verdict['report']}"
             )
+            self._save_record()
         return (
             f"wrote {path}; the script runner ran it once: {verdict['status'].upper()} "
             f"({verdict['summary']}); report {verdict['report']}"
@@ -452,6 +489,7 @@ class TesterTools:
                 gif = write_gif(shots, self.config.report_dir / "run.gif")
                 self.result.gif = str(gif.resolve())
             self._store_run()
+            self._save_record()
             write_report(self.result, report)
         failed = [s.label for s in self.result.steps if s.status == "failed"]
         run = current_run()

@@ -27,6 +27,7 @@ from tests.demo.helpers import (
     copy_card,
     demo_env,
     descendants,
+    run_demo,
     start_demo,
     wait_for_round,
 )
@@ -127,6 +128,44 @@ def test_a_durable_demo_run_killed_inside_a_tool_call_is_resumed_to_done(tmp_pat
 
     again = demo(tmp_path, "--resume")
     assert "No interrupted runs" in again.stdout
+
+
+def test_a_durable_test_run_killed_mid_run_keeps_its_steps_in_the_report(tmp_path: Path) -> None:
+    """The tester's record (steps, findings, regression verdicts) survives the kill: the
+    resumed run replays the earlier record_step calls from their checkpoints without running
+    them, and its report still lists every step."""
+    card = copy_card(tmp_path, CARD)
+    developed = run_demo(tmp_path, card)
+    assert developed.returncode == 0, developed.output
+    repo = developed.repo()
+    for log in (tmp_path / "runs").glob("*/run.jsonl"):
+        log.rename(log.with_name("develop.jsonl"))  # wait_for_round reads the test run's log
+    outer = start_demo(tmp_path, card, "--role", "test", "--repo", str(repo), "--durable")
+    wait_for_round(outer, tmp_path / "runs", "write_regression_script")
+    inner = [
+        p
+        for p in descendants(outer.pid)
+        if cmdline(p).startswith(f"{sys.executable} -m loopkit.demo ")
+        and "loopkit_ui.session" in cmdline(parent(p))
+    ]
+    assert len(inner) == 1, [(p, cmdline(p)) for p in descendants(outer.pid)]
+    os.kill(inner[0], signal.SIGKILL)
+    output, _ = outer.communicate(timeout=120)
+    assert outer.returncode == 130, output
+
+    resumed = demo(tmp_path, "--resume", "all")
+    text = resumed.stdout + resumed.stderr
+    assert resumed.returncode == 0, text
+    assert "RESULT: passed" in text
+    log = next((tmp_path / "runs").glob("*/run.jsonl"))
+    events = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
+    steps = [e for e in events if e["type"] == "tool" and e["data"]["name"] == "record_step"]
+    resumed_at = next(i for i, e in enumerate(events) if e["type"] == "resumed")
+    assert steps and all(events.index(e) < resumed_at for e in steps)  # all before the kill
+    reports = [e["data"] for e in events if e["type"] == "test_report"]
+    assert [(r["verdict"], r["steps"]) for r in reports] == [("passed", len(steps))], reports
+    html = Path(reports[0]["path"]).read_text("utf-8")
+    assert "No leaves everything as is" in html
 
 
 def test_a_durable_demo_run_killed_inside_a_model_request_is_resumed_to_done(

@@ -229,3 +229,35 @@ def test_no_secret_reaches_the_report_or_the_findings_database(
     rows = json.dumps(ResultStore(tmp_path / "results.sqlite").findings())
     print(f"tester report: leaked {leaks(report)}; findings database: leaked {leaks(database)}")
     assert leaks(report) == [] and leaks(database) == [] and leaks(rows) == []
+
+
+def test_a_resumed_run_takes_up_the_record_of_the_process_before(tmp_path: Path) -> None:
+    # A durable test run resumed in a new process replays its earlier tool calls from their
+    # checkpoints without running them: the new TesterTools must start from the record so far.
+    first = make_tools(tmp_path)
+    call(first, "record_step", description="No keeps the row", passed=True, evidence="250.00")
+    call(first, "record_finding", kind="defect", title="Totals", summary="total is stale")
+    first.regressions.append({"status": "passed"})  # as write_regression_script records it
+    with first._lock:
+        first._save_record()
+    second = make_tools(tmp_path)  # the resumed run, same report folder
+    assert second.result.run_id == first.result.run_id
+    assert [s.label for s in second.result.steps] == ["No keeps the row"]
+    assert [f.title for f in second.result.findings] == ["Totals"]
+    call(second, "record_step", description="Yes removes it", passed=True)
+    answer = call(second, "write_test_report", verdict="passed", summary="Delete asks first.")
+    assert "(2 steps, 0 failed, 1 finding(s), 1 regression script(s))" in answer, answer
+    html = (tmp_path / "report" / "report.html").read_text("utf-8")
+    assert "No keeps the row" in html and "Yes removes it" in html
+    # One run in the findings database, not two.
+    runs = ResultStore(tmp_path / "results.sqlite").runs()
+    assert [r["run_id"] for r in runs] == [first.result.run_id]
+
+
+def test_a_broken_record_is_refused_naming_the_file(tmp_path: Path) -> None:
+    (tmp_path / "report").mkdir()
+    (tmp_path / "report" / "record.json").write_text('{"result": 1}', "utf-8")
+    from loopkit.errors import LoopkitError
+
+    with pytest.raises(LoopkitError, match=r"record\.json: not a test run's record"):
+        make_tools(tmp_path)
