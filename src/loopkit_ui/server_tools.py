@@ -56,8 +56,7 @@ __all__ = ["TIMINGS", "build_server"]
 # Typical times measured with bench/test_ui_bench.py (Xvfb, 2 shared cores, MCP over stdio);
 # they go into the tool descriptions so a model can plan. Keep them in step with the bench.
 TIMINGS = {
-    "click": "about 30 ms with a visible effect on the invoice app (90 ms on a 500-node tree, "
-    "130 ms with method=action, 300 ms when nothing happens)",
+    "click": "about 30 ms (300 ms when nothing happens)",
     "read": "about 3 ms",
     "tree": "about 10 ms (the first call about 0.5 ms a node)",
     "type": "about 25 ms",
@@ -98,11 +97,9 @@ Assertion = Annotated[CallToolResult, AssertionAnswer]
 Waited = Annotated[CallToolResult, WaitResult]
 Screenshot = Annotated[CallToolResult, ScreenshotAnswer]
 
-_LOCATE = "Found by id first, then by name; with row and column the target is a table."
-_ACTION_ANSWER = (
-    "Answers success, id, ms, effect (how it was confirmed), active_dialog and windows "
-    "(count, opened, closed)."
-)
+# What a target is and how it is found is in the target, row and column parameters'
+# descriptions: the tool descriptions do not repeat it (every schema is sent with every request).
+_ACTION_ANSWER = "Answers success, effect, active_dialog and the windows opened or closed."
 
 
 def _loc(target: str, row: int | None, column: int | None, window: str | None) -> Locator:
@@ -224,7 +221,7 @@ def build_server(
         title="Read an element",
         annotations=hints("Read an element", "read"),
         description="Read one element live: id, name, role, states, text, value, "
-        f"bounds, enabled, visible, window. {_LOCATE} Typical time: {TIMINGS['read']}.",
+        f"bounds, enabled, visible, window. Typical time: {TIMINGS['read']}.",
     )
 
     async def ui_get_text(
@@ -241,7 +238,7 @@ def build_server(
         title="Read an element's text",
         annotations=hints("Read an element's text", "read"),
         description="The text of an element (a label, a field's content, a cell). "
-        f"{_LOCATE} Typical time: {TIMINGS['read']}.",
+        f"Typical time: {TIMINGS['read']}.",
     )
 
     async def ui_get_property(
@@ -322,7 +319,7 @@ def build_server(
             title=f"{what} an element",
             annotations=hints(f"{what} an element", "act"),
             description=f"{what} an element like a user and wait for the "
-            f"effect (accessibility events, or expect_appear/expect_disappear). {_LOCATE} "
+            f"effect (accessibility events, or expect_appear/expect_disappear). "
             f"{_ACTION_ANSWER} Typical time: {TIMINGS['click']}.",
         )
 

@@ -175,6 +175,38 @@ def test_compacted_schema_keeps_meaning_drops_noise() -> None:
     }
 
 
+def test_compacted_schema_drops_what_goes_without_saying() -> None:
+    # additionalProperties false and empty defaults ("", false, []) say nothing a model needs
+    # (an optional argument left out is empty or off; the tool still refuses unknown arguments)
+    small = compact_schema(
+        {
+            "type": "object",
+            "properties": {
+                "folder": {"type": "string", "default": ""},
+                "diff": {"type": "boolean", "default": False},
+                "tags": {"type": "array", "items": {"type": "string"}, "default": []},
+                "clear": {"type": "boolean", "default": True},
+                "start": {"type": "integer", "default": 0},
+                "env": {"type": "object", "additionalProperties": {"type": "string"}},
+                "inner": {"type": "object", "properties": {}, "additionalProperties": False},
+            },
+            "additionalProperties": False,
+        }
+    )
+    assert small == {
+        "type": "object",
+        "properties": {
+            "folder": {"type": "string"},
+            "diff": {"type": "boolean"},
+            "tags": {"type": "array", "items": {"type": "string"}},
+            "clear": {"type": "boolean", "default": True},  # a real default stays
+            "start": {"type": "integer", "default": 0},  # 0 is a value, not "nothing"
+            "env": {"type": "object", "additionalProperties": {"type": "string"}},  # a map
+            "inner": {"type": "object", "properties": {}},
+        },
+    }
+
+
 def test_requests_carry_the_compacted_schemas() -> None:
     offered, _ = run([{"text": "done"}], core=["*"])
     row = offered.schemas[0]["click"]["properties"]["row"]

@@ -6,8 +6,10 @@ import subprocess
 import sys
 
 from loopkit import Script
+from loopkit.cards.config import RunnerConfig
 from loopkit.demo.id_fixer import child_transcript
 from loopkit.demo.run import bundled_transcripts
+from loopkit.middleware.tool_disclosure import LOAD_TOOLS, ToolDisclosure
 
 from .helpers import CARD_NAMES, ID_CARD, ROOT
 
@@ -37,6 +39,17 @@ def test_every_card_has_a_transcript_that_ends_with_result_done() -> None:
         edits = [i for i, n in enumerate(names) if n == "edit_file"]
         assert names.count("git_commit") == 1 and edits and "write_file" not in names
         assert names.index("build_app") > edits[-1]
+
+
+def test_the_develop_cards_use_only_the_tools_offered_from_the_start() -> None:
+    # A load changes the tools, which come first in the prompt: Anthropic's cache then writes
+    # the whole prompt again. The default core holds what the develop cards use, so none loads.
+    config = RunnerConfig()
+    disclosure = ToolDisclosure(config.core_tools, defer=config.defer_tools)
+    for name in CARD_NAMES:
+        names = {c.name for t in Script.load(bundled_transcripts()[name]).turns for c in t.calls}
+        assert LOAD_TOOLS not in names, name
+        assert all(disclosure.is_core(n) for n in names), (name, sorted(names))
 
 
 def test_the_id_fixing_card_hands_the_writing_to_the_subagent() -> None:

@@ -48,8 +48,21 @@ DEFAULT_DEFER_TOOLS = (
     "check_terms",
 )
 #: Of those, the ones offered on every request all the same (``core_tools``): the UI tools
-#: nearly every card uses. The others are listed by ``load_tools`` and loaded on demand.
-DEFAULT_CORE_TOOLS = ("ui_list_windows", "ui_tree", "ui_get_text", "ui_click", "ui_screenshot")
+#: nearly every card uses, the invoice app's table cells and text fields included. The others
+#: are listed by ``load_tools`` and loaded on demand. A load changes the tools, which come first
+#: in the prompt: a provider's cache then writes the whole prompt again (Anthropic: "modifying
+#: tool definitions invalidates the entire cache"), so a tool most runs need is cheaper offered
+#: from the start than loaded.
+DEFAULT_CORE_TOOLS = (
+    "ui_list_windows",
+    "ui_tree",
+    "ui_get_text",
+    "ui_get_cell",
+    "ui_click",
+    "ui_type_text",
+    "ui_set_cell",
+    "ui_screenshot",
+)
 
 
 class ConfigError(LoopkitError):

@@ -5,9 +5,10 @@ card run's input. :class:`ToolDisclosure` offers the model only the tools of a c
 core set (``fnmatch`` patterns over the names) and one more tool, ``load_tools``, whose
 description lists the others by name. A successful ``load_tools`` call
 adds the tools it names to every later request of the conversation: appended after the tools
-already offered, in the order loaded, never reordering them, so a provider's prompt cache keeps
-everything before the newly loaded schemas (loading early, when the conversation is short, is
-cheap).
+already offered, in the order loaded, never reordering them. A load still changes the tools,
+which come first in a provider's prompt: Anthropic documents that this invalidates the whole
+cached prompt, so the request after a load writes it all again. Put what most runs need in the
+core, and load the rest at once, early, while the conversation is short.
 
 What the model is offered is worked out from the conversation itself (the ``load_tools`` calls
 whose result was not an error, and any deferred tool the model called by name anyway whose
@@ -17,9 +18,10 @@ middleware: one instance serves any number of
 runs, a resumed or durable run sees the same tools as before, and a compacted history that drops
 a load drops its tools. The loop above still holds every tool, so it can invoke any of them.
 
-Schemas are sent compacted (:func:`compact_schema`): pydantic's ``title`` keys and the
-``anyOf [..., null]`` + ``default: null`` spelling of an optional argument go; descriptions,
-types, enums, bounds and real defaults stay. The tools themselves, and what an MCP server tells
+Schemas are sent compacted (:func:`compact_schema`): pydantic's ``title`` keys, the
+``anyOf [..., null]`` + ``default: null`` spelling of an optional argument,
+``additionalProperties: false`` and empty defaults go; descriptions, types, enums, bounds and
+real defaults stay. The tools themselves, and what an MCP server tells
 its other clients, are unchanged: they still validate every call against their full schema.
 """
 
@@ -42,10 +44,18 @@ __all__ = ["LOAD_TOOLS", "ToolDisclosure", "ToolDisclosureChatClient", "compact_
 LOAD_TOOLS = "load_tools"
 
 
+def _says_nothing(default: Any) -> bool:
+    """Whether a default is the empty value of its type: ``""``, ``false`` or ``[]`` (not ``0``)."""
+    return default is False or (isinstance(default, str | list) and not default)
+
+
 def compact_schema(schema: dict[str, Any]) -> dict[str, Any]:
-    """``schema`` as a model needs it: no ``title`` strings, and an optional argument spelled
+    """``schema`` as a model needs it: no ``title`` strings, an optional argument spelled
     ``{"anyOf": [X, {"type": "null"}], "default": null}`` becomes ``X`` (it is optional because it
-    is not ``required``). Everything else (descriptions, enums, bounds, real defaults) stays."""
+    is not ``required``), no ``additionalProperties: false`` (the tool still validates every
+    call against its full schema) and no empty defaults (``""``, ``false``, ``[]``: what an
+    optional argument left out means anyway). Everything else (descriptions, enums, bounds, real
+    defaults such as ``true``, ``0`` or ``"auto"``) stays."""
 
     def walk(node: Any, in_properties: bool = False) -> Any:
         if isinstance(node, list):
@@ -58,6 +68,10 @@ def compact_schema(schema: dict[str, Any]) -> dict[str, Any]:
         for key, value in node.items():
             if key == "title" and isinstance(value, str):
                 continue
+            if key == "additionalProperties" and value is False:
+                continue  # the tool still refuses unknown arguments
+            if key == "default" and _says_nothing(value):
+                continue  # an optional argument left out is empty or off anyway
             out[key] = walk(value, in_properties=key in ("properties", "$defs", "definitions"))
         options = out.get("anyOf")
         if (
