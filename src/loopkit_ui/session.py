@@ -418,8 +418,10 @@ class HeadlessDesktop:
                 new_group=True,
                 pass_fds=(write_fd,),
             )
-            os.close(write_fd)
-            write_fd = -1
+            # Forget it before closing: a signal between the two must not make the finally
+            # close it again (EBADF instead of the quiet exit 130).
+            fd, write_fd = write_fd, -1
+            os.close(fd)
             number = _read_line(read_fd, self.startup_timeout, "Xvfb's display number")
         finally:
             os.close(read_fd)
@@ -443,8 +445,8 @@ class HeadlessDesktop:
                 [dbus, "--session", "--nofork", "--nosyslog", f"--print-address={write_fd}"],
                 pass_fds=(write_fd,),
             )
-            os.close(write_fd)
-            write_fd = -1
+            fd, write_fd = write_fd, -1  # as in _start_xvfb
+            os.close(fd)
             self.bus_address = _read_line(read_fd, self.startup_timeout, "the D-Bus address")
         finally:
             os.close(read_fd)
