@@ -11,48 +11,49 @@ assistant's calls with the tool message answering them, or the final answer) to
 :meth:`RunContext.messages_added <loopkit.run_context.RunContext.messages_added>` so a session
 stores whole steps as they happen. An agent opens the run; called without one (a bare
 ``ChatClientBuilder`` pipeline), the loop opens one per request itself.
+
+Importing this module loads neither pydantic nor asyncio: the message types are imported where
+a request uses them (once a request, or once a round), so that naming the loop costs a program
+nothing until it runs one.
 """
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import json
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, runtime_checkable
 
-from pydantic import BaseModel
-
-from loopkit.abstractions.chat import (
-    ChatClient,
-    ChatOptions,
-    ChatResponse,
-    ChatResponseUpdate,
-    ToolMode,
-    response_from_updates,
-)
-from loopkit.abstractions.content import (
-    ChatMessage,
-    ChatRole,
-    Content,
-    FunctionCallContent,
-    FunctionResultContent,
-    UsageDetails,
-)
-from loopkit.abstractions.tools import Tool, ToolError
+from loopkit.abstractions.tools import ToolError
 from loopkit.errors import MaxConsecutiveErrorsError, describe_error
 from loopkit.middleware.delegating import DelegatingChatClient
 from loopkit.run_context import RunContext, closing, current_run, run_scope, stream_in_run
+
+if TYPE_CHECKING:
+    from loopkit.abstractions.chat import (
+        ChatClient,
+        ChatOptions,
+        ChatResponse,
+        ChatResponseUpdate,
+    )
+    from loopkit.abstractions.content import (
+        ChatMessage,
+        Content,
+        FunctionCallContent,
+        FunctionResultContent,
+        UsageDetails,
+    )
+    from loopkit.abstractions.tools import Tool
 
 DEFAULT_MAX_RESULT_CHARS = 4000
 
 
 #: Decides whether one tool call may run: ``approver(call) -> bool`` (or an awaitable of it).
 #: A plain (sync) function runs in a worker thread, so one that waits for a person never blocks
-#: the event loop.
-Approver = Callable[[FunctionCallContent], "bool | Awaitable[bool]"]
+#: the event loop. (A string: the call's type is a pydantic model, loaded on first use.)
+Approver: TypeAlias = "Callable[[FunctionCallContent], bool | Awaitable[bool]]"
 
 
 @dataclass(slots=True)
@@ -131,12 +132,14 @@ def tool_result_to_text(value: Any) -> str:
         return value
     if value is None:
         return ""
-    if isinstance(value, BaseModel):
-        return value.model_dump_json()
     if isinstance(value, bytes | bytearray):
         return f"(binary result, {len(value)} bytes, not shown)"
     if isinstance(value, dict | list | tuple | int | float | bool):
         return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+    from pydantic import BaseModel  # loaded already: a run's messages are pydantic models
+
+    if isinstance(value, BaseModel):
+        return value.model_dump_json()
     return str(value)
 
 
@@ -153,6 +156,8 @@ def cut_result(text: str, max_chars: int | None) -> str:
 
 def _usage_between(before: UsageDetails, after: UsageDetails) -> UsageDetails:
     """What was added to a run's usage between two readings."""
+    from loopkit.abstractions.content import UsageDetails
+
     return UsageDetails(
         input_tokens=after.input_tokens - before.input_tokens,
         output_tokens=after.output_tokens - before.output_tokens,
@@ -220,6 +225,8 @@ class FunctionInvokingChatClient(DelegatingChatClient):
     async def _respond(
         self, run: RunContext, messages: Sequence[ChatMessage], options: ChatOptions | None
     ) -> ChatResponse:
+        from loopkit.abstractions.content import ChatMessage, ChatRole
+
         opts = self.options
         inner = self.inner
         conversation = list(messages)
@@ -273,6 +280,9 @@ class FunctionInvokingChatClient(DelegatingChatClient):
         reported: bool,
         rounds: int,
     ) -> ChatResponse:
+        from loopkit.abstractions.chat import ChatResponse, ToolMode
+        from loopkit.abstractions.content import FunctionCallContent
+
         if not self.options.final_request_without_tools or options is None:
             # Rounds ran out (in this request, or before it in the run): answer with what is.
             result = self._finish(
@@ -306,6 +316,8 @@ class FunctionInvokingChatClient(DelegatingChatClient):
         reported: bool,
         rounds: int,
     ) -> ChatResponse:
+        from loopkit.abstractions.chat import ChatResponse
+
         return ChatResponse(
             messages=added,
             usage=_usage_between(usage_before, run.usage) if reported else None,
@@ -350,12 +362,16 @@ class FunctionInvokingChatClient(DelegatingChatClient):
         self, calls: list[FunctionCallContent], tools: dict[str, Tool], round_no: int
     ) -> list[tuple[FunctionResultContent, Exception | None]]:
         if self.options.allow_concurrent_invocation and len(calls) > 1:
+            import asyncio  # loaded already: this runs in an event loop
+
             return list(await asyncio.gather(*(self._invoke(c, tools, round_no) for c in calls)))
         return [await self._invoke(c, tools, round_no) for c in calls]
 
     async def _invoke(
         self, call: FunctionCallContent, tools: dict[str, Tool], round_no: int
     ) -> tuple[FunctionResultContent, Exception | None]:
+        from loopkit.abstractions.content import FunctionResultContent
+
         started = time.perf_counter()
         exception: Exception | None = None
         error = False
@@ -383,9 +399,7 @@ class FunctionInvokingChatClient(DelegatingChatClient):
             except ToolError as e:
                 error, exception = True, e
                 text = f"Error: {e}"
-            except asyncio.CancelledError:
-                raise
-            except Exception as e:
+            except Exception as e:  # not CancelledError (a BaseException): it propagates
                 if getattr(e, "terminates_run", False):
                     raise  # e.g. a dead MCP server: retrying through the model cannot help
                 error, exception = True, e
@@ -407,6 +421,8 @@ class FunctionInvokingChatClient(DelegatingChatClient):
         if _is_async_callable(approver):
             decision = approver(call)
         else:
+            import asyncio  # loaded already: this runs in an event loop
+
             # A sync approver may block (a prompt on a terminal, a request to a person): keep it
             # off the event loop so other runs and the UI keep going while it waits.
             decision = await asyncio.to_thread(approver, call)
@@ -452,6 +468,9 @@ class FunctionInvokingChatClient(DelegatingChatClient):
     async def _stream(
         self, run: RunContext, messages: Sequence[ChatMessage], options: ChatOptions | None
     ) -> AsyncIterator[ChatResponseUpdate]:
+        from loopkit.abstractions.chat import ChatResponseUpdate, ToolMode, response_from_updates
+        from loopkit.abstractions.content import ChatMessage, ChatRole, FunctionCallContent
+
         opts = self.options
         conversation = list(messages)
         tools = {t.name: t for t in options.tools} if options else {}
