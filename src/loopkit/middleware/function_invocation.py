@@ -42,12 +42,15 @@ if TYPE_CHECKING:
         ChatMessage,
         Content,
         FunctionCallContent,
-        FunctionResultContent,
         UsageDetails,
     )
     from loopkit.abstractions.tools import Tool
 
 DEFAULT_MAX_RESULT_CHARS = 4000
+
+#: What one tool call gave: the text the model reads, whether it is an error, and the exception
+#: the tool raised (None when it returned, or for a refusal the loop wrote itself).
+_Outcome = tuple[str, bool, "Exception | None"]
 
 
 #: Decides whether one tool call may run: ``approver(call) -> bool`` (or an awaitable of it).
@@ -225,7 +228,7 @@ class FunctionInvokingChatClient(DelegatingChatClient):
     async def _respond(
         self, run: RunContext, messages: Sequence[ChatMessage], options: ChatOptions | None
     ) -> ChatResponse:
-        from loopkit.abstractions.content import ChatMessage, ChatRole
+        from loopkit.abstractions.content import ChatMessage, ChatRole, FunctionResultContent
 
         opts = self.options
         inner = self.inner
@@ -264,7 +267,11 @@ class FunctionInvokingChatClient(DelegatingChatClient):
             run.tool_calls += len(calls)
             results = await self._invoke_all(calls, tools, run.rounds)
             error_rounds = self._count_errors(calls, results, error_rounds, run.rounds)
-            tool_message = ChatMessage(role=ChatRole.TOOL, contents=[r for r, _ in results])
+            answers: list[Content] = [
+                FunctionResultContent(call_id=c.call_id, result=text, error=error)
+                for c, (text, error, _) in zip(calls, results, strict=True)
+            ]
+            tool_message = ChatMessage(role=ChatRole.TOOL, contents=answers)
             conversation.append(tool_message)
             added.append(tool_message)
             await run.messages_added([*new, tool_message])
@@ -331,13 +338,13 @@ class FunctionInvokingChatClient(DelegatingChatClient):
     def _count_errors(
         self,
         calls: list[FunctionCallContent],
-        results: list[tuple[FunctionResultContent, Exception | None]],
+        results: list[_Outcome],
         error_rounds: int,
         round_no: int,
     ) -> int:
         """The rounds in a row with a failing tool, this one included; raises
         :class:`MaxConsecutiveErrorsError` beyond the limit."""
-        failed = [(c.name, e) for c, (_, e) in zip(calls, results, strict=True) if e is not None]
+        failed = [(c.name, e) for c, (_, _, e) in zip(calls, results, strict=True) if e is not None]
         if not failed:
             return 0
         error_rounds += 1
@@ -360,7 +367,7 @@ class FunctionInvokingChatClient(DelegatingChatClient):
 
     async def _invoke_all(
         self, calls: list[FunctionCallContent], tools: dict[str, Tool], round_no: int
-    ) -> list[tuple[FunctionResultContent, Exception | None]]:
+    ) -> list[_Outcome]:
         if self.options.allow_concurrent_invocation and len(calls) > 1:
             import asyncio  # loaded already: this runs in an event loop
 
@@ -369,9 +376,7 @@ class FunctionInvokingChatClient(DelegatingChatClient):
 
     async def _invoke(
         self, call: FunctionCallContent, tools: dict[str, Tool], round_no: int
-    ) -> tuple[FunctionResultContent, Exception | None]:
-        from loopkit.abstractions.content import FunctionResultContent
-
+    ) -> _Outcome:
         started = time.perf_counter()
         exception: Exception | None = None
         error = False
@@ -413,7 +418,7 @@ class FunctionInvokingChatClient(DelegatingChatClient):
             invocation = ToolInvocation(call, text, error, ms, exception, round_no)
             for listener in self.listeners:
                 listener.on_tool_invoked(invocation)
-        return FunctionResultContent(call_id=call.call_id, result=text, error=error), exception
+        return text, error, exception
 
     async def _approved(self, call: FunctionCallContent) -> bool:
         approver = self.options.approver
@@ -469,7 +474,12 @@ class FunctionInvokingChatClient(DelegatingChatClient):
         self, run: RunContext, messages: Sequence[ChatMessage], options: ChatOptions | None
     ) -> AsyncIterator[ChatResponseUpdate]:
         from loopkit.abstractions.chat import ChatResponseUpdate, ToolMode, response_from_updates
-        from loopkit.abstractions.content import ChatMessage, ChatRole, FunctionCallContent
+        from loopkit.abstractions.content import (
+            ChatMessage,
+            ChatRole,
+            FunctionCallContent,
+            FunctionResultContent,
+        )
 
         opts = self.options
         conversation = list(messages)
@@ -514,7 +524,10 @@ class FunctionInvokingChatClient(DelegatingChatClient):
             run.tool_calls += len(calls)
             results = await self._invoke_all(calls, tools, round_no)
             error_rounds = self._count_errors(calls, results, error_rounds, round_no)
-            contents: list[Content] = [r for r, _ in results]
+            contents: list[Content] = [
+                FunctionResultContent(call_id=c.call_id, result=text, error=error)
+                for c, (text, error, _) in zip(calls, results, strict=True)
+            ]
             tool_message = ChatMessage(role=ChatRole.TOOL, contents=contents)
             conversation.append(tool_message)
             # Stored before it is handed over: a consumer that stops here leaves whole steps.
