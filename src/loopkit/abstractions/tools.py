@@ -44,8 +44,9 @@ else:
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
 
-# One lock for every tool's first build: builds are rare (once a tool) and short.
-_BUILD_LOCK = threading.Lock()
+# One lock for every tool's first build: builds are rare (once a tool) and short; reentrant, in
+# case building one tool's model reads another tool (a type with its own schema hook).
+_BUILD_LOCK = threading.RLock()
 
 
 class ToolError(Exception):
