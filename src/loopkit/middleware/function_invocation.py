@@ -13,7 +13,7 @@ stores whole steps as they happen. An agent opens the run; called without one (a
 ``ChatClientBuilder`` pipeline), the loop opens one per request itself.
 
 Importing this module loads neither pydantic nor asyncio: the message types are imported where
-a request uses them (once a request, or once a round), so that naming the loop costs a program
+a request uses them (once a request, not once a round), so that naming the loop costs a program
 nothing until it runs one.
 """
 
@@ -50,7 +50,7 @@ DEFAULT_MAX_RESULT_CHARS = 4000
 
 #: What one tool call gave: the text the model reads, whether it is an error, and the exception
 #: the tool raised (None when it returned, or for a refusal the loop wrote itself).
-_Outcome = tuple[str, bool, "Exception | None"]
+_Outcome = tuple[str, bool, Exception | None]
 
 
 #: Decides whether one tool call may run: ``approver(call) -> bool`` (or an awaitable of it).
