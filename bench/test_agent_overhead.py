@@ -52,6 +52,7 @@ from test_loop_overhead import (  # the peer harness (bench/ is on sys.path unde
     af_results,
     loopkit_model,
     make_tool,
+    prebuilt,
     pydantic_ai_results,
 )
 
@@ -127,17 +128,17 @@ async def loopkit_raw_loop(rounds: int, bench: Bench) -> Outcome:
 
     model = loopkit_model(script(rounds), FINAL_TEXT)
     loop = FunctionInvokingChatClient(model, FunctionInvocationOptions(max_rounds=rounds + 10))
-    options = ChatOptions(tools=[FunctionTool(make_tool(TOOL, sync=False))])
+    options = ChatOptions(tools=prebuilt([FunctionTool(make_tool(TOOL, sync=False))]))
     messages = [ChatMessage.from_text(ChatRole.USER, PROMPT)]
     elapsed, response = await clocked(lambda: loop.get_response(messages, options))
     return Outcome(elapsed, _loopkit_results(response.messages), model.calls, response.text)
 
 
 def _loopkit_agent(rounds: int) -> tuple[Any, Any]:
-    from loopkit import Agent
+    from loopkit import Agent, FunctionTool
 
     model = loopkit_model(script(rounds), FINAL_TEXT)
-    tools = [make_tool(TOOL, sync=False)]
+    tools = prebuilt([FunctionTool(make_tool(TOOL, sync=False))])
     return model, Agent(model, instructions=INSTRUCTIONS, tools=tools, max_rounds=rounds + 10)
 
 

@@ -38,6 +38,7 @@ from test_loop_overhead import (  # the peer harness (bench/ is on sys.path unde
     af_results,
     calls_of_round,
     loopkit_replies,
+    prebuilt,
     pydantic_ai_results,
     tool_functions,
 )
@@ -91,7 +92,7 @@ async def run_loopkit(rounds: list[list[Call]], *, stack: bool, log_dir: Path) -
     if log is not None:  # the card runner's chain below the loop: run log, budget, retries
         builder = builder.use_run_log(log).use_token_budget(400_000).use_retries()
     client = builder.build()
-    options = ChatOptions(tools=[FunctionTool(fn) for fn in tool_functions(False)])
+    options = ChatOptions(tools=prebuilt([FunctionTool(fn) for fn in tool_functions(False)]))
     start = time.perf_counter()
     response = await client.get_response([ChatMessage.from_text(ChatRole.USER, PROMPT)], options)
     elapsed = time.perf_counter() - start

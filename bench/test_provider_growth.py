@@ -33,11 +33,11 @@ TOOLS = 15
 
 
 def _tools() -> list[Any]:
-    from test_loop_overhead import tool_functions
+    from test_loop_overhead import prebuilt, tool_functions
 
     from loopkit import FunctionTool
 
-    return [FunctionTool(fn) for fn in tool_functions(False)]
+    return prebuilt([FunctionTool(fn) for fn in tool_functions(False)])
 
 
 def _conversation(rounds: int) -> list[Any]:

@@ -1,18 +1,28 @@
-"""``ChatClientBuilder``: compose middleware around a chat client; the first added is outermost."""
+"""``ChatClientBuilder``: compose middleware around a chat client; the first added is outermost.
+
+Importing the builder loads no pydantic model (the chat types are annotations here), and each
+``use_...`` method imports its middleware when it is called.
+"""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Mapping, Sequence
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO, TypedDict, Unpack
+from typing import TYPE_CHECKING, Any, TextIO, TypeAlias, TypedDict, Unpack
 
-from loopkit.abstractions.chat import ChatClient, ChatOptions, ChatResponse, ChatResponseUpdate
-from loopkit.abstractions.content import ChatMessage
 from loopkit.middleware.delegating import DelegatingChatClient
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from opentelemetry.trace import TracerProvider
 
+    from loopkit.abstractions.chat import (
+        ChatClient,
+        ChatOptions,
+        ChatResponse,
+        ChatResponseUpdate,
+    )
+    from loopkit.abstractions.content import ChatMessage
     from loopkit.middleware.compaction import CompactionOptions, TokenEstimator
     from loopkit.middleware.function_invocation import Approver, FunctionInvocationOptions
     from loopkit.middleware.retry import RetryHook, RetryPolicy
@@ -65,11 +75,13 @@ def _check_keywords(method: str, given: Mapping[str, object], accepted: Collecti
 
 
 #: The signature of a plain async function used as middleware: it gets the messages, the options
-#: and the next client, and returns the response (calling ``next_client`` or not).
-MiddlewareFunction = Callable[
-    [Sequence[ChatMessage], ChatOptions | None, ChatClient], Awaitable[ChatResponse]
-]
-Middleware = Callable[[ChatClient], ChatClient] | MiddlewareFunction
+#: and the next client, and returns the response (calling ``next_client`` or not). (Type aliases
+#: as strings: the chat types they name load on first use.)
+MiddlewareFunction: TypeAlias = (
+    "Callable[[Sequence[ChatMessage], ChatOptions | None, ChatClient], Awaitable[ChatResponse]]"
+)
+#: What :meth:`ChatClientBuilder.use` takes: a client factory or a :data:`MiddlewareFunction`.
+Middleware: TypeAlias = "Callable[[ChatClient], ChatClient] | MiddlewareFunction"
 
 
 class FunctionMiddleware(DelegatingChatClient):

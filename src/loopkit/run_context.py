@@ -29,10 +29,8 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
-from loopkit.abstractions.content import UsageDetails
-
 if TYPE_CHECKING:
-    from loopkit.abstractions.content import ChatMessage
+    from loopkit.abstractions.content import ChatMessage, UsageDetails
 
 __all__ = [
     "RunAware",
@@ -55,6 +53,14 @@ def new_run_id() -> str:
     machines. (``os.urandom`` directly: ``uuid.uuid4().hex`` costs twice as much, once per
     request of a bare pipeline.)"""
     return os.urandom(16).hex()
+
+
+def _no_usage() -> UsageDetails:
+    """A run's usage before its first request (the pydantic model loads when a run starts, not
+    when this module is imported)."""
+    from loopkit.abstractions.content import UsageDetails
+
+    return UsageDetails()
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,7 +91,7 @@ class RunContext:
     #: The run that started this one (an agent used as a tool), if any.
     parent: RunContext | None = None
     #: Tokens used by every model request of this run (child runs count in their own context).
-    usage: UsageDetails = field(default_factory=UsageDetails)
+    usage: UsageDetails = field(default_factory=_no_usage)
     #: Model requests made in this run.
     rounds: int = 0
     #: Tool calls made in this run.

@@ -142,3 +142,44 @@ def test_a_tool_rewrapped_under_another_name_keeps_the_function() -> None:
     assert plus.parameters == search.parameters
     assert plus("q", limit=1) == ["q"]
     assert str(inspect.signature(search)).startswith("(query:")
+
+
+class Opaque:
+    """A type pydantic cannot validate (no schema, no arbitrary types allowed)."""
+
+
+def test_a_type_without_a_schema_is_a_clear_error_on_first_use() -> None:
+    """The argument model is built on first use (no pydantic at decoration time): a parameter
+    type pydantic knows nothing about is then a TypeError that names the tool."""
+
+    def handle(item: Opaque) -> str:
+        return "never"
+
+    made = FunctionTool.from_function(handle)  # the signature itself is fine
+    with pytest.raises(TypeError, match="tool 'handle': cannot validate its arguments"):
+        made.parameters  # noqa: B018
+    with pytest.raises(TypeError, match="tool 'handle'"):
+        made.validate({"item": 1})
+
+
+def test_the_schema_is_built_once_even_by_racing_threads() -> None:
+    def count(n: int) -> int:
+        """Count to n."""
+        return n
+
+    made = FunctionTool.from_function(count)
+    barrier = threading.Barrier(8)
+    seen: list[dict[str, object]] = []
+
+    def read() -> None:
+        barrier.wait()
+        seen.append(made.parameters)
+
+    threads = [threading.Thread(target=read) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(seen) == 8 and all(s is seen[0] for s in seen)
+    assert made.validate({"n": "3"}) == {"n": 3}
+    assert made.parameters is seen[0]

@@ -1,12 +1,20 @@
-"""Tools: the ``Tool`` protocol, and ``FunctionTool`` / ``@tool`` for plain functions."""
+"""Tools: the ``Tool`` protocol, and ``FunctionTool`` / ``@tool`` for plain functions.
+
+Importing this module (and decorating a function with ``@tool``) loads neither pydantic nor
+asyncio: a tool reads its signature and docstring when it is made (a bad signature is refused
+then), and builds its pydantic argument model and JSON schema once, on first use (its
+:attr:`~FunctionTool.parameters`, or its first call from a model). A program that only names the
+core of loopkit stays quick to start.
+"""
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import re
+import threading
 from collections.abc import Awaitable, Callable
 from typing import (
+    TYPE_CHECKING,
     Annotated,
     Any,
     Generic,
@@ -17,18 +25,28 @@ from typing import (
     runtime_checkable,
 )
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
-from pydantic.fields import FieldInfo
+if TYPE_CHECKING:
+    from pydantic import BaseModel
 
-# typing_extensions (a dependency of pydantic) for PEP 696 defaults: a bare ``FunctionTool``
-# annotation means ``FunctionTool[..., Any]`` and passes ``mypy --strict``.
-from typing_extensions import ParamSpec, TypeVar
+    # typing_extensions (a dependency of pydantic) for PEP 696 defaults: a bare ``FunctionTool``
+    # annotation means ``FunctionTool[..., Any]`` and passes ``mypy --strict``.
+    from typing_extensions import ParamSpec, TypeVar
 
-#: The wrapped function's parameters and return type (the ones a direct call type-checks against).
-P = ParamSpec("P", default=...)
-R = TypeVar("R", covariant=True, default=Any)
+    #: The wrapped function's parameters and return type (what a direct call type-checks against).
+    P = ParamSpec("P", default=...)
+    R = TypeVar("R", covariant=True, default=Any)
+else:
+    # At run time the defaults serve nobody, and importing typing_extensions costs milliseconds.
+    from typing import ParamSpec, TypeVar
+
+    P = ParamSpec("P")
+    R = TypeVar("R", covariant=True)
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
+
+# One lock for every tool's first build: builds are rare (once a tool) and short; reentrant, in
+# case building one tool's model reads another tool (a type with its own schema hook).
+_BUILD_LOCK = threading.RLock()
 
 
 class ToolError(Exception):
@@ -131,6 +149,12 @@ class FunctionTool(Generic[P, R]):
     call; a failure raises :class:`ToolArgumentsError` whose message tells the model what was
     wrong. Sync functions run in a worker thread so they never block the event loop.
 
+    Making a tool reads the signature and refuses what cannot be a tool (``*args``/``**kwargs``,
+    type hints that do not resolve) at once; the pydantic model behind the schema and the
+    validation is built on first use (:attr:`parameters` or :meth:`validate`), once, so that
+    ``@tool`` at import time costs no pydantic import. A parameter type pydantic cannot describe
+    raises a ``TypeError`` naming the tool then.
+
     The tool is generic in the function's signature: calling it directly (``add(1, 2)``) type-checks
     exactly like calling the function, and returns what the function returns (a coroutine for an
     ``async def``).
@@ -138,7 +162,9 @@ class FunctionTool(Generic[P, R]):
 
     __slots__ = (
         "__wrapped__",
+        "_doc_params",
         "_fn",
+        "_hints",
         "_is_async",
         "_model",
         "_schema",
@@ -163,10 +189,11 @@ class FunctionTool(Generic[P, R]):
         self._is_async = inspect.iscoroutinefunction(fn)
         self.run_in_thread = run_in_thread
         self.name = name or fn.__name__
-        doc_text, doc_params = parse_docstring(inspect.getdoc(fn))
+        doc_text, self._doc_params = parse_docstring(inspect.getdoc(fn))
         self.description = description if description is not None else doc_text
-        self._model = self._build_model(fn, doc_params)
-        self._schema = _clean_schema(self._model.model_json_schema())
+        self._hints = self._check_signature(fn)
+        self._model: type[BaseModel] | None = None
+        self._schema: dict[str, Any] | None = None
 
     @staticmethod
     def from_function(
@@ -181,23 +208,50 @@ class FunctionTool(Generic[P, R]):
 
     @property
     def parameters(self) -> dict[str, Any]:
-        return self._schema
+        """The JSON schema of the arguments (built on first use)."""
+        schema = self._schema
+        if schema is None:
+            self._build()
+            schema = self._schema
+            assert schema is not None
+        return schema
 
-    def _build_model(self, fn: Callable[..., Any], doc_params: dict[str, str]) -> type[BaseModel]:
-        sig = inspect.signature(fn)
+    def _check_signature(self, fn: Callable[..., Any]) -> dict[str, Any]:
+        """The resolved type hints; a ``TypeError`` for what cannot be a tool (no pydantic)."""
         try:
             hints = inspect.get_annotations(fn, eval_str=True)
         except Exception as e:  # an annotation that cannot be resolved
             raise TypeError(f"tool {self.name!r}: cannot resolve type hints: {e}") from e
-        fields: dict[str, Any] = {}
-        for pname, param in sig.parameters.items():
+        for pname, param in inspect.signature(fn).parameters.items():
             if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
                 raise TypeError(
                     f"tool {self.name!r}: parameter {pname!r} is *args/**kwargs; "
                     "tools need named parameters so the model knows what to send"
                 )
-            annotation = hints.get(pname, Any)
-            description = doc_params.get(pname)
+        return hints
+
+    def _build(self) -> type[BaseModel]:
+        """The argument model and the schema, made once (the first caller builds them)."""
+        with _BUILD_LOCK:
+            if self._model is None:
+                model = self._build_model()
+                try:
+                    schema = _clean_schema(model.model_json_schema())
+                except Exception as e:  # a type pydantic validates but cannot describe
+                    raise TypeError(
+                        f"tool {self.name!r}: the arguments have no JSON schema: {e}"
+                    ) from e
+                self._model, self._schema = model, schema
+            return self._model
+
+    def _build_model(self) -> type[BaseModel]:
+        from pydantic import ConfigDict, Field, create_model
+        from pydantic.fields import FieldInfo
+
+        fields: dict[str, Any] = {}
+        for pname, param in inspect.signature(self._fn).parameters.items():
+            annotation = self._hints.get(pname, Any)
+            description = self._doc_params.get(pname)
             origin: object = get_origin(annotation)
             if origin is Annotated:
                 base, *meta = get_args(annotation)
@@ -215,22 +269,30 @@ class FunctionTool(Generic[P, R]):
                 info = Field(default=default)
             fields[pname] = (annotation, info)
         model_name = "".join(p.capitalize() for p in self.name.split("_")) + "Arguments"
-        model: type[BaseModel] = create_model(
-            model_name, __config__=ConfigDict(extra="forbid"), **fields
-        )
+        try:
+            model: type[BaseModel] = create_model(
+                model_name, __config__=ConfigDict(extra="forbid"), **fields
+            )
+        except Exception as e:  # e.g. a parameter type pydantic knows nothing about
+            raise TypeError(f"tool {self.name!r}: cannot validate its arguments: {e}") from e
         return model
 
     def validate(self, arguments: dict[str, Any]) -> dict[str, Any]:
         """Check ``arguments`` against the schema; return them converted to the declared types."""
+        model = self._model or self._build()
         try:
-            parsed = self._model.model_validate(arguments)
-        except ValidationError as e:
+            parsed = model.model_validate(arguments)
+        except ValueError as e:  # pydantic's ValidationError is a ValueError
+            from pydantic import ValidationError
+
+            if not isinstance(e, ValidationError):
+                raise
             problems = []
             for err in e.errors():
                 where = ".".join(str(p) for p in err["loc"]) or "(arguments)"
                 problems.append(f"{where}: {err['msg']}")
             expected = ", ".join(
-                f"{k} ({v.get('type', 'any')})" for k, v in self._schema["properties"].items()
+                f"{k} ({v.get('type', 'any')})" for k, v in self.parameters["properties"].items()
             )
             raise ToolArgumentsError(
                 f"invalid arguments for {self.name}: "
@@ -246,6 +308,8 @@ class FunctionTool(Generic[P, R]):
         if self._is_async:
             return await fn(**kwargs)
         if self.run_in_thread:
+            import asyncio  # loaded already: this runs in an event loop
+
             return await asyncio.to_thread(fn, **kwargs)
         result = fn(**kwargs)
         if inspect.isawaitable(result):

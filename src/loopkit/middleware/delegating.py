@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
-from loopkit.abstractions.chat import ChatClient, ChatOptions, ChatResponse, ChatResponseUpdate
-from loopkit.abstractions.content import ChatMessage
+if TYPE_CHECKING:  # annotations only: subclassing this class loads no pydantic model
+    from loopkit.abstractions.chat import (
+        ChatClient,
+        ChatOptions,
+        ChatResponse,
+        ChatResponseUpdate,
+    )
+    from loopkit.abstractions.content import ChatMessage
 
 _T = TypeVar("_T")
 

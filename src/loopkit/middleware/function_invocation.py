@@ -11,48 +11,52 @@ assistant's calls with the tool message answering them, or the final answer) to
 :meth:`RunContext.messages_added <loopkit.run_context.RunContext.messages_added>` so a session
 stores whole steps as they happen. An agent opens the run; called without one (a bare
 ``ChatClientBuilder`` pipeline), the loop opens one per request itself.
+
+Importing this module loads neither pydantic nor asyncio: the message types are imported where
+a request uses them (once a request, not once a round), so that naming the loop costs a program
+nothing until it runs one.
 """
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import json
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, runtime_checkable
 
-from pydantic import BaseModel
-
-from loopkit.abstractions.chat import (
-    ChatClient,
-    ChatOptions,
-    ChatResponse,
-    ChatResponseUpdate,
-    ToolMode,
-    response_from_updates,
-)
-from loopkit.abstractions.content import (
-    ChatMessage,
-    ChatRole,
-    Content,
-    FunctionCallContent,
-    FunctionResultContent,
-    UsageDetails,
-)
-from loopkit.abstractions.tools import Tool, ToolError
+from loopkit.abstractions.tools import ToolError
 from loopkit.errors import MaxConsecutiveErrorsError, describe_error
 from loopkit.middleware.delegating import DelegatingChatClient
 from loopkit.run_context import RunContext, closing, current_run, run_scope, stream_in_run
 
+if TYPE_CHECKING:
+    from loopkit.abstractions.chat import (
+        ChatClient,
+        ChatOptions,
+        ChatResponse,
+        ChatResponseUpdate,
+    )
+    from loopkit.abstractions.content import (
+        ChatMessage,
+        Content,
+        FunctionCallContent,
+        UsageDetails,
+    )
+    from loopkit.abstractions.tools import Tool
+
 DEFAULT_MAX_RESULT_CHARS = 4000
+
+#: What one tool call gave: the text the model reads, whether it is an error, and the exception
+#: the tool raised (None when it returned, or for a refusal the loop wrote itself).
+_Outcome = tuple[str, bool, Exception | None]
 
 
 #: Decides whether one tool call may run: ``approver(call) -> bool`` (or an awaitable of it).
 #: A plain (sync) function runs in a worker thread, so one that waits for a person never blocks
-#: the event loop.
-Approver = Callable[[FunctionCallContent], "bool | Awaitable[bool]"]
+#: the event loop. (A string: the call's type is a pydantic model, loaded on first use.)
+Approver: TypeAlias = "Callable[[FunctionCallContent], bool | Awaitable[bool]]"
 
 
 @dataclass(slots=True)
@@ -131,12 +135,14 @@ def tool_result_to_text(value: Any) -> str:
         return value
     if value is None:
         return ""
-    if isinstance(value, BaseModel):
-        return value.model_dump_json()
     if isinstance(value, bytes | bytearray):
         return f"(binary result, {len(value)} bytes, not shown)"
     if isinstance(value, dict | list | tuple | int | float | bool):
         return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+    from pydantic import BaseModel  # loaded already: a run's messages are pydantic models
+
+    if isinstance(value, BaseModel):
+        return value.model_dump_json()
     return str(value)
 
 
@@ -153,6 +159,8 @@ def cut_result(text: str, max_chars: int | None) -> str:
 
 def _usage_between(before: UsageDetails, after: UsageDetails) -> UsageDetails:
     """What was added to a run's usage between two readings."""
+    from loopkit.abstractions.content import UsageDetails
+
     return UsageDetails(
         input_tokens=after.input_tokens - before.input_tokens,
         output_tokens=after.output_tokens - before.output_tokens,
@@ -220,6 +228,8 @@ class FunctionInvokingChatClient(DelegatingChatClient):
     async def _respond(
         self, run: RunContext, messages: Sequence[ChatMessage], options: ChatOptions | None
     ) -> ChatResponse:
+        from loopkit.abstractions.content import ChatMessage, ChatRole, FunctionResultContent
+
         opts = self.options
         inner = self.inner
         conversation = list(messages)
@@ -257,7 +267,11 @@ class FunctionInvokingChatClient(DelegatingChatClient):
             run.tool_calls += len(calls)
             results = await self._invoke_all(calls, tools, run.rounds)
             error_rounds = self._count_errors(calls, results, error_rounds, run.rounds)
-            tool_message = ChatMessage(role=ChatRole.TOOL, contents=[r for r, _ in results])
+            answers: list[Content] = [
+                FunctionResultContent(call_id=c.call_id, result=text, error=error)
+                for c, (text, error, _) in zip(calls, results, strict=True)
+            ]
+            tool_message = ChatMessage(role=ChatRole.TOOL, contents=answers)
             conversation.append(tool_message)
             added.append(tool_message)
             await run.messages_added([*new, tool_message])
@@ -273,6 +287,9 @@ class FunctionInvokingChatClient(DelegatingChatClient):
         reported: bool,
         rounds: int,
     ) -> ChatResponse:
+        from loopkit.abstractions.chat import ChatResponse, ToolMode
+        from loopkit.abstractions.content import FunctionCallContent
+
         if not self.options.final_request_without_tools or options is None:
             # Rounds ran out (in this request, or before it in the run): answer with what is.
             result = self._finish(
@@ -306,6 +323,8 @@ class FunctionInvokingChatClient(DelegatingChatClient):
         reported: bool,
         rounds: int,
     ) -> ChatResponse:
+        from loopkit.abstractions.chat import ChatResponse
+
         return ChatResponse(
             messages=added,
             usage=_usage_between(usage_before, run.usage) if reported else None,
@@ -319,13 +338,13 @@ class FunctionInvokingChatClient(DelegatingChatClient):
     def _count_errors(
         self,
         calls: list[FunctionCallContent],
-        results: list[tuple[FunctionResultContent, Exception | None]],
+        results: list[_Outcome],
         error_rounds: int,
         round_no: int,
     ) -> int:
         """The rounds in a row with a failing tool, this one included; raises
         :class:`MaxConsecutiveErrorsError` beyond the limit."""
-        failed = [(c.name, e) for c, (_, e) in zip(calls, results, strict=True) if e is not None]
+        failed = [(c.name, e) for c, (_, _, e) in zip(calls, results, strict=True) if e is not None]
         if not failed:
             return 0
         error_rounds += 1
@@ -348,14 +367,16 @@ class FunctionInvokingChatClient(DelegatingChatClient):
 
     async def _invoke_all(
         self, calls: list[FunctionCallContent], tools: dict[str, Tool], round_no: int
-    ) -> list[tuple[FunctionResultContent, Exception | None]]:
+    ) -> list[_Outcome]:
         if self.options.allow_concurrent_invocation and len(calls) > 1:
+            import asyncio  # loaded already: this runs in an event loop
+
             return list(await asyncio.gather(*(self._invoke(c, tools, round_no) for c in calls)))
         return [await self._invoke(c, tools, round_no) for c in calls]
 
     async def _invoke(
         self, call: FunctionCallContent, tools: dict[str, Tool], round_no: int
-    ) -> tuple[FunctionResultContent, Exception | None]:
+    ) -> _Outcome:
         started = time.perf_counter()
         exception: Exception | None = None
         error = False
@@ -383,9 +404,7 @@ class FunctionInvokingChatClient(DelegatingChatClient):
             except ToolError as e:
                 error, exception = True, e
                 text = f"Error: {e}"
-            except asyncio.CancelledError:
-                raise
-            except Exception as e:
+            except Exception as e:  # not CancelledError (a BaseException): it propagates
                 if getattr(e, "terminates_run", False):
                     raise  # e.g. a dead MCP server: retrying through the model cannot help
                 error, exception = True, e
@@ -399,7 +418,7 @@ class FunctionInvokingChatClient(DelegatingChatClient):
             invocation = ToolInvocation(call, text, error, ms, exception, round_no)
             for listener in self.listeners:
                 listener.on_tool_invoked(invocation)
-        return FunctionResultContent(call_id=call.call_id, result=text, error=error), exception
+        return text, error, exception
 
     async def _approved(self, call: FunctionCallContent) -> bool:
         approver = self.options.approver
@@ -407,6 +426,8 @@ class FunctionInvokingChatClient(DelegatingChatClient):
         if _is_async_callable(approver):
             decision = approver(call)
         else:
+            import asyncio  # loaded already: this runs in an event loop
+
             # A sync approver may block (a prompt on a terminal, a request to a person): keep it
             # off the event loop so other runs and the UI keep going while it waits.
             decision = await asyncio.to_thread(approver, call)
@@ -452,6 +473,14 @@ class FunctionInvokingChatClient(DelegatingChatClient):
     async def _stream(
         self, run: RunContext, messages: Sequence[ChatMessage], options: ChatOptions | None
     ) -> AsyncIterator[ChatResponseUpdate]:
+        from loopkit.abstractions.chat import ChatResponseUpdate, ToolMode, response_from_updates
+        from loopkit.abstractions.content import (
+            ChatMessage,
+            ChatRole,
+            FunctionCallContent,
+            FunctionResultContent,
+        )
+
         opts = self.options
         conversation = list(messages)
         tools = {t.name: t for t in options.tools} if options else {}
@@ -495,7 +524,10 @@ class FunctionInvokingChatClient(DelegatingChatClient):
             run.tool_calls += len(calls)
             results = await self._invoke_all(calls, tools, round_no)
             error_rounds = self._count_errors(calls, results, error_rounds, round_no)
-            contents: list[Content] = [r for r, _ in results]
+            contents: list[Content] = [
+                FunctionResultContent(call_id=c.call_id, result=text, error=error)
+                for c, (text, error, _) in zip(calls, results, strict=True)
+            ]
             tool_message = ChatMessage(role=ChatRole.TOOL, contents=contents)
             conversation.append(tool_message)
             # Stored before it is handed over: a consumer that stops here leaves whole steps.

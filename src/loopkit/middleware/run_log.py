@@ -32,24 +32,21 @@ import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
-from loopkit.abstractions.chat import (
-    ChatClient,
-    ChatOptions,
-    ChatResponse,
-    ChatResponseUpdate,
-    response_from_updates,
-)
-from loopkit.abstractions.content import ChatMessage, UsageDetails
 from loopkit.middleware.delegating import DelegatingChatClient
-from loopkit.middleware.function_invocation import ToolInvocation
 from loopkit.redaction import Redactor
 from loopkit.run_context import RunContext, RunEvent, current_run
 
-# Built without validation: building the model's validator at import would cost the import
-# of every program that names RunLog (the models are built on first use: defer_build).
-_NO_USAGE = UsageDetails.model_construct()
+if TYPE_CHECKING:  # annotations only: naming RunLog loads no pydantic model
+    from loopkit.abstractions.chat import (
+        ChatClient,
+        ChatOptions,
+        ChatResponse,
+        ChatResponseUpdate,
+    )
+    from loopkit.abstractions.content import ChatMessage, UsageDetails
+    from loopkit.middleware.function_invocation import ToolInvocation
 # The wall clock by its own names: ``time.monotonic``/``time.perf_counter`` (durations) are read
 # through the module, which tests replace with a fake clock.
 _wall_time, _strftime, _localtime = time.time, time.strftime, time.localtime
@@ -126,19 +123,26 @@ class _Tokens:
     cached_input_tokens: int = 0
     cache_creation_input_tokens: int = 0
 
-    def add(self, usage: UsageDetails) -> None:
+    def add(self, usage: UsageDetails | _Tokens) -> None:
         self.input_tokens += usage.input_tokens
         self.output_tokens += usage.output_tokens
         self.cached_input_tokens += usage.cached_input_tokens
         self.cache_creation_input_tokens += usage.cache_creation_input_tokens
 
     def details(self) -> UsageDetails:
+        from loopkit.abstractions.content import UsageDetails
+
         return UsageDetails(
             input_tokens=self.input_tokens,
             output_tokens=self.output_tokens,
             cached_input_tokens=self.cached_input_tokens,
             cache_creation_input_tokens=self.cache_creation_input_tokens,
         )
+
+
+# A response without usage counts as zero tokens: the same four counters as ``UsageDetails``,
+# never changed (a plain object: naming RunLog loads no pydantic model).
+_NO_USAGE = _Tokens()
 
 
 @dataclass(slots=True)
@@ -262,7 +266,7 @@ class RunLog:
         self._round(current_run(), response, ms)
 
     def _round(self, run: RunContext | None, response: ChatResponse, ms: float) -> None:
-        usage = response.usage or _NO_USAGE
+        usage: UsageDetails | _Tokens = response.usage or _NO_USAGE
         self.rounds += 1
         self._tokens.add(usage)
         number = self.rounds
@@ -466,6 +470,8 @@ class RunLogChatClient(DelegatingChatClient):
                 run, "error", {"message": describe_error(e), "round": self.log.next_round(run)}
             )
             raise
+        from loopkit.abstractions.chat import response_from_updates
+
         self.log._round(
             run, response_from_updates(updates), (time.perf_counter() - started) * 1000.0
         )

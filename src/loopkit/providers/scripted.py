@@ -35,7 +35,7 @@ from loopkit.providers.history_cache import CachedHistory, HistoryCache
 class ResultMatch(BaseModel):
     """What a tool result must look like. All given conditions must hold."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     equals: str | None = None
     contains: list[str] = Field(default_factory=list)
@@ -95,7 +95,7 @@ def _subset_problems(expected: Any, actual: Any, path: str) -> list[str]:
 class ScriptedCall(BaseModel):
     """A tool call the scripted model makes."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     name: str
     arguments: dict[str, Any] = Field(default_factory=dict)
@@ -107,7 +107,7 @@ class ScriptedCall(BaseModel):
 class ScriptedTurn(BaseModel):
     """One model answer: optional text, optional tool calls, optional usage to report."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     text: str = ""
     calls: list[ScriptedCall] = Field(default_factory=list)
@@ -119,7 +119,7 @@ class ScriptedTurn(BaseModel):
 class Script(BaseModel):
     """A whole scripted run: the model's turns in order."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     turns: list[ScriptedTurn]
     description: str = ""
