@@ -356,16 +356,25 @@ class AtspiBackend(AtspiActions):
             def perform() -> str | None:
                 seq = self.monitor.seq
                 self.input.click(*point, count=2)
+
                 # The editor opens as a new focused text field: type only into that, never
                 # into whatever else has the focus.
-                events = self.monitor.wait_settled(seq, first=0.5, quiet=self.settle_quiet, cap=1.0)
-                focused = [
-                    e.path
-                    for e in events
-                    if e.kind == "Focus:Focus"
-                    or (e.kind == "Object:StateChanged" and e.detail == "focused" and e.detail1)
-                ]
-                editor = self._role_of(focused[-1]) if focused else None
+                def editor_role() -> str | None:
+                    focused = [
+                        e.path
+                        for e in self.monitor.since(seq)
+                        if e.kind == "Focus:Focus"
+                        or (e.kind == "Object:StateChanged" and e.detail == "focused" and e.detail1)
+                    ]
+                    return self._role_of(focused[-1]) if focused else None
+
+                # On a busy machine the editor's focus event can come late, after a quiet gap:
+                # wait a little longer for it before calling the cell read-only.
+                self.monitor.wait_settled(seq, first=2.0, quiet=self.settle_quiet, cap=1.0)
+                editor = editor_role()
+                if editor not in TEXT_ROLES:
+                    self.monitor.wait_until(lambda: editor_role() in TEXT_ROLES, timeout=1.0)
+                    editor = editor_role()
                 if editor not in TEXT_ROLES:
                     return (
                         f"double-clicking {label} opened no editor "
