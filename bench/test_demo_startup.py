@@ -50,7 +50,8 @@ def one_run(desktop: HeadlessDesktop, tmp: Path, src: Path) -> dict[str, Any]:
     started = time.time()
     done = subprocess.run(
         [sys.executable, "-m", "loopkit.demo", str(card)],
-        cwd=src.parent,
+        # A baseline tree from `git archive ... src` has no examples/: it runs this tree's app.
+        cwd=src.parent if (src.parent / "examples" / "invoice_app").is_dir() else ROOT,
         env=env,
         capture_output=True,
         text=True,
