@@ -8,17 +8,19 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import subprocess
 import sys
 import textwrap
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 from tools_helpers import Workspace, tool_by_name
 
 from loopkit.abstractions import ToolError
-from loopkit_tools import LocalTools, ReadyCheck, pid_alive
+from loopkit_tools import LocalTools, ProcessGroup, ReadyCheck, pid_alive, run_command
 
 pytestmark = pytest.mark.integration
 
@@ -228,3 +230,36 @@ def test_pid_alive_sees_a_real_process() -> None:
         p.kill()
         p.wait()
     assert not pid_alive(p.pid)
+
+
+def _guards_of(pid: int) -> list[int]:
+    """The group guards this process started (their command line holds the guard's code)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+                cmdline = (entry / "cmdline").read_bytes()
+            except (OSError, IndexError, ValueError):
+                continue
+            if ppid == pid and b"os.killpg(pgid, signal.SIGTERM)" in cmdline:
+                found.append(int(entry.name))
+    return found
+
+
+async def test_one_guard_watches_every_group(workspace: Workspace) -> None:
+    """Each command used to start a guard interpreter of its own (tens of milliseconds for a
+    git call); one guard now watches them all and forgets a group once it is stopped."""
+    sleeper = [sys.executable, "-c", "import time; time.sleep(60)"]
+    first = await ProcessGroup.start(sleeper, cwd=workspace.repo)
+    second = await ProcessGroup.start(sleeper, cwd=workspace.repo)
+    try:
+        done = await run_command(
+            [sys.executable, "-c", "print('ok')"], cwd=workspace.repo, env=None, timeout_s=30
+        )
+        assert done.exit_code == 0 and done.output.strip() == "ok"
+        assert len(_guards_of(os.getpid())) == 1
+    finally:
+        await first.stop(1.0)
+        await second.stop(1.0)
+    assert not first.alive() and not second.alive()
