@@ -3,10 +3,12 @@
 ``python -m loopkit.demo`` on a copy of the delete card with the scripted model, run for real
 (files, build, the app, the UI server, git) on one headless desktop started once for all runs (the
 desktop's own start, a second or two, is not the demo's), beside the same command from another
-source tree when ``LOOPKIT_BENCH_BASELINE_SRC`` names one (e.g. ``../main/src``). Printed per run
-and as medians: the total (process start to exit) and process start to the first model request
-(the run log's ``start`` line is written as the first request is sent; its time stamp has
-millisecond precision). Where the rest goes: the sum of the tool calls' times, by tool.
+source tree when ``LOOPKIT_BENCH_BASELINE_SRC`` names one (e.g. ``../main/src``, or a ``git
+archive`` of a commit's ``src``: a tree without ``examples/`` runs this tree's app), interleaved.
+Printed as medians and minimums: the total (process start to exit), process start to the first
+model request (the run log's ``start`` line is written as the first request is sent; its time
+stamp has millisecond precision), the tool calls' time and the rest (the loop, the scripted
+model, the run log, closing); the ratios to the baseline; the tool time by tool.
 
 Goals (issue 15): total at most 2.5 s, first request at most 1.0 s.
 """
@@ -82,14 +84,27 @@ def test_demo_start_up_and_total(tmp_path: Path) -> None:
                 if n:
                     results[name].append(run)
     print(f"\n\ndemo on the {CARD} card, scripted model, {RUNS} runs (after a warm-up)")
-    print("| tree | total s (median) | min | first request s (median) | min |")
+    print(
+        "| tree | total s (median) | min | first request s (median) | min "
+        "| tool time s (median) | the rest s (median) |"
+    )
     for name, runs in results.items():
         totals = [r["total"] for r in runs]
         firsts = [r["first"] for r in runs]
+        tool_time = [sum(r["tools"].values()) / 1000 for r in runs]
+        rest = [r["total"] - r["first"] - t for r, t in zip(runs, tool_time, strict=True)]
         print(
             f"| {name} | {statistics.median(totals):.2f} | {min(totals):.2f} | "
-            f"{statistics.median(firsts):.2f} | {min(firsts):.2f} |"
+            f"{statistics.median(firsts):.2f} | {min(firsts):.2f} | "
+            f"{statistics.median(tool_time):.2f} | {statistics.median(rest):.2f} |"
         )
+    if "baseline" in results:
+        mine, base = results["this tree"], results["baseline"]
+        for what in ("total", "first"):
+            ratio = statistics.median([r[what] for r in mine]) / statistics.median(
+                [r[what] for r in base]
+            )
+            print(f"{what}: this tree / baseline = {ratio:.2f} (medians)")
     for name, runs in results.items():
         tools: dict[str, list[float]] = {}
         for r in runs:
