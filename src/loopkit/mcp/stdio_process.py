@@ -21,7 +21,7 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Coroutine, Mapping
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -104,7 +104,7 @@ async def process_transport(process: asyncio.subprocess.Process) -> AsyncIterato
         # the server starts and the SDK loads.
         await asyncio.to_thread(importlib.import_module, "mcp")
     except BaseException:
-        await asyncio.shield(_stop(process))
+        await _finish(_stop(process))
         raise
     import anyio
     import mcp_types
@@ -158,7 +158,22 @@ async def process_transport(process: asyncio.subprocess.Process) -> AsyncIterato
         yield read_receive, write_send
     finally:
         # Closing must finish even when the caller is cancelled, or the server would outlive us.
-        await asyncio.shield(_close(process, tasks, read_receive, write_send))
+        await _finish(_close(process, tasks, read_receive, write_send))
+
+
+async def _finish(closing: Coroutine[Any, Any, None]) -> None:
+    """Run ``closing`` to its end even when this task is cancelled meanwhile (bounded: every
+    wait inside has a timeout); the cancellation is raised after it."""
+    task = asyncio.ensure_future(closing)
+    cancelled = False
+    while not task.done():
+        try:
+            await asyncio.shield(task)
+        except asyncio.CancelledError:
+            cancelled = True
+    task.result()
+    if cancelled:
+        raise asyncio.CancelledError
 
 
 async def _close(
