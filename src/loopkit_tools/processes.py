@@ -132,12 +132,15 @@ class _GroupGuard:
     def forget(self, pgid: int) -> None:
         """Group ``pgid`` is gone (or taken care of): stop watching it."""
         with self._lock:
-            if self._watched.pop(pgid, None) is not None:
-                self._send(f"- {pgid}\n")
+            if self._watched.pop(pgid, None) is not None and self._running():
+                self._send(f"- {pgid}\n")  # a guard that is gone is not started for this
+
+    def _running(self) -> bool:
+        return self._fd is not None and self._proc is not None and self._proc.poll() is None
 
     def _send(self, line: str) -> None:
         for attempt in (1, 2):
-            if self._fd is None or self._proc is None or self._proc.poll() is not None:
+            if not self._running():
                 self._start()  # it is told every watched group, the one of ``line`` included
                 return
             assert self._fd is not None
