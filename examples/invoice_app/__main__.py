@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import signal
+import socket
 import sys
 from collections.abc import Sequence
 from types import FrameType
 
-from PySide6.QtCore import QTimer
+from PySide6.QtCore import QSocketNotifier, QTimer
 from PySide6.QtWidgets import QApplication
 
 from .app_log import configure_logging
@@ -41,10 +43,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, quit_on_signal)
     signal.signal(signal.SIGINT, quit_on_signal)
     # Python runs signal handlers only between bytecodes; while Qt's C++ event loop waits,
-    # none run. A periodic no-op timer hands control back to Python regularly.
-    signal_tick = QTimer()
-    signal_tick.timeout.connect(lambda: None)
-    signal_tick.start(200)
+    # none run. The signal writes a byte to a socket Qt watches, which wakes the loop into
+    # Python at once (a periodic timer would make every stop wait up to its period).
+    wake_up = _SignalWakeUp()
 
     window = MainWindow(logger)
     window.show()
@@ -55,8 +56,33 @@ def main(argv: Sequence[str] | None = None) -> int:
         QTimer.singleShot(0, window.open_file)
     logger.info("Started")
     status = app.exec()
+    wake_up.close()
     logger.info("Exited with status %d", status)
     return status
+
+
+class _SignalWakeUp:
+    """Wakes Qt's event loop into Python as soon as a signal arrives: the C-level handler
+    writes a byte to ``signal.set_wakeup_fd``'s socket, which Qt watches."""
+
+    def __init__(self) -> None:
+        self._receiver, self._sender = socket.socketpair()
+        self._receiver.setblocking(False)
+        self._sender.setblocking(False)
+        signal.set_wakeup_fd(self._sender.fileno())
+        self._notifier = QSocketNotifier(self._receiver.fileno(), QSocketNotifier.Type.Read)
+        self._notifier.activated.connect(self._drain)
+
+    def _drain(self) -> None:
+        with contextlib.suppress(OSError):
+            self._receiver.recv(4096)
+
+    def close(self) -> None:
+        """Stop waking the loop; the sockets are closed."""
+        signal.set_wakeup_fd(-1)
+        self._notifier.setEnabled(False)
+        self._receiver.close()
+        self._sender.close()
 
 
 if __name__ == "__main__":

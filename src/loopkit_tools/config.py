@@ -36,15 +36,18 @@ class ReadyCheck(BaseModel):
     - ``delay``: wait ``delay_s`` seconds (and fail if the app died meanwhile).
     - ``file``: wait until ``path`` (relative to root, or absolute) exists.
     - ``command``: run ``command`` (argv) every ``interval_s`` until it exits with status 0.
+    - ``window``: wait until the application ``app_name`` shows a window on the accessibility bus,
+      checked in this process by ``loopkit_ui`` (the ``ui`` extra), without starting a probe.
     The app is checked between polls: if it exits, ``start_app`` reports its exit code and output.
     """
 
     model_config = ConfigDict(extra="forbid")
 
-    kind: Literal["delay", "file", "command"]
+    kind: Literal["delay", "file", "command", "window"]
     delay_s: float = Field(default=1.0, ge=0)
     path: str | None = None
     command: list[str] | None = None
+    app_name: str | None = None
     timeout_s: float = Field(default=30.0, gt=0)
     interval_s: float = Field(default=0.1, gt=0)
 
@@ -56,6 +59,11 @@ class ReadyCheck(BaseModel):
             )
         if self.kind == "command" and not self.command:
             raise ValueError("app_ready kind 'command' needs 'command' (an argv list)")
+        if self.kind == "window" and not self.app_name:
+            raise ValueError(
+                "app_ready kind 'window' needs 'app_name' (the application's accessible name or "
+                "a word of its command line)"
+            )
         return self
 
 

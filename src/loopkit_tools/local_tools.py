@@ -271,6 +271,9 @@ class LocalTools:
             if check.kind == "delay":
                 if time.monotonic() >= end:
                     return f"running after {check.delay_s:g} s"
+            elif check.kind == "window":
+                if await self._window_shown(check, end):
+                    return "ready (readiness check passed)"  # as a probe command's
             elif check.kind == "file":
                 assert check.path is not None
                 p = Path(check.path)
@@ -290,6 +293,25 @@ class LocalTools:
             if time.monotonic() >= end:
                 return "timeout"
             await asyncio.sleep(check.interval_s)
+
+    async def _window_shown(self, check: ReadyCheck, end: float) -> bool:
+        """Whether the app shows a window on the accessibility bus (waiting at most 3 s: the app
+        is checked between calls)."""
+        try:
+            from loopkit_ui.backends.protocol import UIError
+            from loopkit_ui.wait_app import wait_for_window
+        except ImportError:
+            raise ToolError(
+                "app_ready kind 'window' needs loopkit_ui (install the ui extra), or use kind "
+                "'command' or 'delay'"
+            ) from None
+        assert check.app_name is not None
+        within = min(3.0, max(0.05, end - time.monotonic()))
+        try:
+            await asyncio.to_thread(wait_for_window, check.app_name, within)
+        except UIError:
+            return False
+        return True
 
     async def start_app(self) -> str:
         async with self._lock:
@@ -330,8 +352,14 @@ class LocalTools:
                 await app.stop(self.config.stop_grace_s)
                 self._app = None
                 tail = self._relative(self._output_tail(start))
+                ready = self.config.app_ready
                 if state == "exited":
                     summary = f"The app exited at start with code {app.returncode}."
+                elif ready is not None and ready.kind == "window":
+                    summary = (
+                        f"The app showed no window on the accessibility bus within "
+                        f"{ready.timeout_s:g} s (looked for {ready.app_name!r}) and was stopped."
+                    )
                 else:
                     summary = "The app did not become ready in time and was stopped."
                 raise ToolError(condense(summary, tail, self.config.max_output_lines))

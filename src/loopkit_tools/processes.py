@@ -7,10 +7,13 @@ No process may outlive the run, even when the Python process dies. Three layers:
 
 1. ``LocalTools`` stops the app on exit of its ``async with`` block (normal, exception, cancel).
 2. An ``atexit`` hook kills every group still registered when the interpreter exits normally.
-3. A *group guard*: a tiny Python process started next to each group, reading a pipe whose write
-   end only this process holds. When this process dies for any reason (SIGKILL included), the
-   kernel closes the pipe, the guard reads end-of-file and kills the group (SIGTERM, grace,
-   SIGKILL). This covers grandchildren too and works on every POSIX system.
+3. A *group guard*: one tiny Python process per process (started with the first group), reading
+   a pipe whose write end only this process holds; each group is announced to it when it starts
+   and withdrawn when it is stopped. When this process dies for any reason (SIGKILL included),
+   the kernel closes the pipe, the guard reads end-of-file and kills every group still announced
+   (SIGTERM, the group's grace, SIGKILL). This covers grandchildren too and works on every POSIX
+   system. One guard for all groups, not one each: a short command (git, a readiness probe) would
+   otherwise pay for starting an interpreter beside it.
 
 Every command gets an allowlisted environment (:func:`loopkit.child_env.child_environment`:
 PATH, locale, display, D-Bus/AT-SPI, Qt, Python, ``LOOPKIT_*``, plus a configured passthrough
@@ -32,6 +35,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 import weakref
 from collections.abc import Callable, Mapping, Sequence
@@ -44,18 +48,25 @@ from loopkit.child_env import child_environment
 
 _PR_SET_PDEATHSIG = 1
 
-# The guard: wait for EOF on stdin (our death or a clean stop), then end the group.
+# The guard: read "+ PGID GRACE" (watch) and "- PGID" (forget) lines until end-of-file (our death
+# or a clean exit), then end every group still watched: SIGTERM, its grace, SIGKILL.
 _GUARD_CODE = """
 import os, signal, sys, time
 for s in (signal.SIGINT, signal.SIGHUP, signal.SIGTERM):
     signal.signal(s, signal.SIG_IGN)
-pgid, grace = int(sys.argv[1]), float(sys.argv[2])
+groups, buffer = {}, b""
 try:
-    while os.read(0, 4096):
-        pass
+    while chunk := os.read(0, 4096):
+        *lines, buffer = (buffer + chunk).split(b"\\n")
+        for line in lines:
+            verb, pgid, *grace = line.split()
+            if verb == b"+":
+                groups[int(pgid)] = float(grace[0])
+            else:
+                groups.pop(int(pgid), None)
 except OSError:
     pass
-def alive():  # a member that is not a zombie (init may reap orphans late)
+def alive(pgid):  # a member that is not a zombie (init may reap orphans late)
     try:
         os.killpg(pgid, 0)
     except OSError:
@@ -74,18 +85,106 @@ def alive():  # a member that is not a zombie (init may reap orphans late)
             if int(fields[2]) == pgid and fields[0] != "Z":
                 return True
     return False
-try:
-    os.killpg(pgid, signal.SIGTERM)
-except OSError:
-    sys.exit(0)
-end = time.monotonic() + grace
-while time.monotonic() < end and alive():
+now, pending = time.monotonic(), {}
+for pgid, grace in groups.items():
+    try:
+        os.killpg(pgid, signal.SIGTERM)
+        pending[pgid] = now + grace
+    except OSError:
+        pass
+while pending:
+    for pgid, end in list(pending.items()):
+        if not alive(pgid):
+            del pending[pgid]
+        elif time.monotonic() >= end:
+            try:
+                os.killpg(pgid, signal.SIGKILL)
+            except OSError:
+                pass
+            del pending[pgid]
     time.sleep(0.05)
-try:
-    os.killpg(pgid, signal.SIGKILL)
-except OSError:
-    pass
 """
+
+
+class _GroupGuard:
+    """This process's guard (see the module docstring): started on first use, again in a forked
+    child (which must not share its parent's) or when it is gone; told the groups to watch."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._fd: int | None = None
+        self._watched: dict[int, float] = {}
+
+    def reset_in_child(self) -> None:
+        """After a fork, in the child: none of the parent's groups, no share in its guard (the
+        inherited pipe end would keep that guard from seeing the parent die)."""
+        self._lock = threading.Lock()
+        self._close()
+        self._proc, self._watched = None, {}
+
+    def watch(self, pgid: int, grace_s: float) -> None:
+        """End group ``pgid`` (SIGTERM, ``grace_s``, SIGKILL) if this process dies first."""
+        with self._lock:
+            self._watched[pgid] = grace_s
+            self._send(f"+ {pgid} {grace_s!r}\n")
+
+    def forget(self, pgid: int) -> None:
+        """Group ``pgid`` is gone (or taken care of): stop watching it."""
+        with self._lock:
+            if self._watched.pop(pgid, None) is not None and self._running():
+                self._send(f"- {pgid}\n")  # a guard that is gone is not started for this
+
+    def _running(self) -> bool:
+        return self._fd is not None and self._proc is not None and self._proc.poll() is None
+
+    def _send(self, line: str) -> None:
+        for attempt in (1, 2):
+            if not self._running():
+                self._start()  # it is told every watched group, the one of ``line`` included
+                return
+            assert self._fd is not None
+            try:
+                os.write(self._fd, line.encode())
+                return
+            except OSError:  # the guard died (killed from outside): start another
+                self._close()
+                if attempt == 2:
+                    raise
+
+    def _start(self) -> None:
+        self._close()
+        read_fd, write_fd = os.pipe()  # both ends close-on-exec; only the guard gets read_fd
+        try:
+            self._proc = subprocess.Popen(
+                [sys.executable, "-I", "-S", "-c", _GUARD_CODE],
+                stdin=read_fd,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                env=child_environment(),  # our own code, but no reason to hold the key
+                start_new_session=True,
+            )
+        except BaseException:
+            os.close(write_fd)
+            raise
+        finally:
+            os.close(read_fd)
+        self._fd = write_fd
+        # Tell the new guard what the old one watched (empty unless the old one died).
+        lines = "".join(f"+ {p} {g!r}\n" for p, g in self._watched.items())
+        if lines:
+            os.write(write_fd, lines.encode())
+
+    def _close(self) -> None:
+        if self._fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(self._fd)
+            self._fd = None
+
+
+_GUARD = _GroupGuard()
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_GUARD.reset_in_child)
 
 
 def _pdeathsig_preexec() -> Callable[[], None] | None:
@@ -173,14 +272,12 @@ def _kill_live_groups() -> None:
 class ProcessGroup:
     """A started command, leader of its own process group, watched by a group guard."""
 
-    def __init__(
-        self, proc: asyncio.subprocess.Process, guard: asyncio.subprocess.Process, guard_fd: int
-    ) -> None:
+    def __init__(self, proc: asyncio.subprocess.Process, grace_s: float) -> None:
         self.proc = proc
         self.pid = proc.pid
         self.pgid = proc.pid  # start_new_session makes the leader's pid the group id
-        self._guard = guard
-        self._guard_fd: int | None = guard_fd
+        self._guarded = True
+        _GUARD.watch(self.pgid, grace_s)
         _LIVE.add(self)
 
     @classmethod
@@ -215,30 +312,12 @@ class ProcessGroup:
             raise ToolError(f"cannot start {argv[0]!r}: no such program") from None
         except PermissionError:
             raise ToolError(f"cannot start {argv[0]!r}: permission denied") from None
-        read_fd, write_fd = os.pipe()  # both ends close-on-exec; only the guard gets read_fd
         try:
-            guard = await asyncio.create_subprocess_exec(
-                sys.executable,
-                "-I",
-                "-S",
-                "-c",
-                _GUARD_CODE,
-                str(proc.pid),
-                str(grace_s),
-                stdin=read_fd,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-                env=child_environment(),  # our own code, but no reason to hold the key
-                start_new_session=True,
-            )
+            return cls(proc, grace_s)
         except BaseException:
-            os.close(write_fd)
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, signal.SIGKILL)
             raise
-        finally:
-            os.close(read_fd)
-        return cls(proc, guard, write_fd)
 
     @property
     def returncode(self) -> int | None:
@@ -251,10 +330,10 @@ class ProcessGroup:
             os.killpg(self.pgid, sig)
 
     def close_guard(self) -> None:
-        """Close our end of the guard's pipe: the guard then ends the group (if any) and exits."""
-        if self._guard_fd is not None:
-            os.close(self._guard_fd)
-            self._guard_fd = None
+        """The group is ended: the guard stops watching it (its id may be reused)."""
+        if self._guarded:
+            self._guarded = False
+            _GUARD.forget(self.pgid)
 
     def alive(self) -> bool:
         """Whether the leader or any other member of the group still runs."""
@@ -287,15 +366,6 @@ class ProcessGroup:
             self.signal_group(signal.SIGKILL)  # leftovers of an exited leader
             self.close_guard()
             _LIVE.discard(self)
-            try:
-                await asyncio.wait_for(self._guard.wait(), 5.0)
-            except TimeoutError:
-                with contextlib.suppress(ProcessLookupError):
-                    self._guard.kill()
-            except asyncio.CancelledError:
-                with contextlib.suppress(ProcessLookupError):
-                    self._guard.kill()
-                raise
 
 
 @dataclass

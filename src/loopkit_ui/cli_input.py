@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import gc
 import math
 import os
 import shlex
@@ -199,7 +200,15 @@ def finish(code: int) -> NoReturn:
             stream.flush()
     if code == EXIT_INTERRUPTED:
         os._exit(code)
+    exit_without_final_collection()
     sys.exit(code)
+
+
+def exit_without_final_collection() -> None:
+    """Before the interpreter exits: spare it the garbage collection over every object left
+    (the MCP SDK's and pydantic's hundreds of model classes make that 0.3 to 0.6 s here). The
+    objects are still freed with their modules; only cycles are left to the operating system."""
+    gc.freeze()
 
 
 STOP_SIGNALS: tuple[signal.Signals, ...] = (

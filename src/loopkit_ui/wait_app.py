@@ -26,6 +26,7 @@ from loopkit_ui.cli_input import (
 __all__ = ["main", "wait_for_window"]
 
 PROG = "python -m loopkit_ui.wait_app"
+_POLL_S = 0.02  # a look at the bus costs a few D-Bus calls, about a millisecond
 
 
 def _parser() -> OneLineParser:
@@ -44,21 +45,30 @@ def _parser() -> OneLineParser:
 
 def wait_for_window(app_name: str, timeout: float, backend_name: str | None = None) -> str:
     """Wait until ``app_name`` is registered and lists a window; answer what was seen.
-    Raises :class:`~loopkit_ui.backends.protocol.UIError` when it is not ready in ``timeout``."""
+    Raises :class:`~loopkit_ui.backends.protocol.UIError` when it is not ready in ``timeout``.
+    Also called in process, from a worker thread (``loopkit_tools``' ``app_ready`` kind
+    ``window``)."""
     from loopkit_ui.backends import create_backend
-    from loopkit_ui.backends.protocol import UIError
+    from loopkit_ui.backends.protocol import AppNotFoundError, UIError
 
     deadline = time.monotonic() + timeout
-    backend = create_backend(backend_name, app_name=app_name, attach_timeout=timeout)
+    # Each attach looks once (the backend's own wait polls every 0.1 s): this loop polls faster.
+    backend = create_backend(backend_name, app_name=app_name, attach_timeout=0.0)
     try:
-        app = backend.attach()
         while True:
+            try:
+                app = backend.attach()
+            except AppNotFoundError:
+                if time.monotonic() >= deadline:
+                    raise
+                time.sleep(_POLL_S)
+                continue
             windows = backend.list_windows()
             if windows:
                 return f"{app.name} (pid {app.pid}) shows {windows[0].title!r}"
             if time.monotonic() >= deadline:
                 raise UIError(f"{app.name} (pid {app.pid}) is running but shows no window")
-            time.sleep(0.05)
+            time.sleep(_POLL_S)
     finally:
         backend.close()
 

@@ -48,6 +48,7 @@ def test_from_a_runner_toml_tools_table() -> None:
         ({"commit_message_pattern": "card: ("}, "is not a valid regex"),
         ({"app_ready": {"kind": "file"}}, "needs 'path'"),
         ({"app_ready": {"kind": "command"}}, "needs 'command'"),
+        ({"app_ready": {"kind": "window"}}, "needs 'app_name'"),
         ({"bogus": 1}, "bogus"),
         ({"max_file_bytes": 0}, "max_file_bytes"),
     ],

@@ -8,17 +8,19 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import subprocess
 import sys
 import textwrap
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 from tools_helpers import Workspace, tool_by_name
 
 from loopkit.abstractions import ToolError
-from loopkit_tools import LocalTools, ReadyCheck, pid_alive
+from loopkit_tools import LocalTools, ProcessGroup, ReadyCheck, pid_alive, run_command
 
 pytestmark = pytest.mark.integration
 
@@ -228,3 +230,95 @@ def test_pid_alive_sees_a_real_process() -> None:
         p.kill()
         p.wait()
     assert not pid_alive(p.pid)
+
+
+def _guards_of(pid: int) -> list[int]:
+    """The group guards this process started (their command line holds the guard's code)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+                cmdline = (entry / "cmdline").read_bytes()
+            except (OSError, IndexError, ValueError):
+                continue
+            if ppid == pid and b"os.killpg(pgid, signal.SIGTERM)" in cmdline:
+                found.append(int(entry.name))
+    return found
+
+
+async def test_one_guard_watches_every_group(workspace: Workspace) -> None:
+    """Each command used to start a guard interpreter of its own (tens of milliseconds for a
+    git call); one guard now watches them all and forgets a group once it is stopped."""
+    sleeper = [sys.executable, "-c", "import time; time.sleep(60)"]
+    first = await ProcessGroup.start(sleeper, cwd=workspace.repo)
+    second = await ProcessGroup.start(sleeper, cwd=workspace.repo)
+    try:
+        done = await run_command(
+            [sys.executable, "-c", "print('ok')"], cwd=workspace.repo, env=None, timeout_s=30
+        )
+        assert done.exit_code == 0 and done.output.strip() == "ok"
+        assert len(_guards_of(os.getpid())) == 1
+    finally:
+        await first.stop(1.0)
+        await second.stop(1.0)
+    assert not first.alive() and not second.alive()
+
+
+_REPLACED_GUARD_DRIVER = textwrap.dedent(
+    """
+    import asyncio, json, os, signal, sys
+    from pathlib import Path
+    from loopkit_tools import ProcessGroup
+    def guards():
+        found = []
+        for entry in Path("/proc").iterdir():
+            if entry.name.isdigit():
+                try:
+                    ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+                    cmdline = (entry / "cmdline").read_bytes()
+                except (OSError, IndexError, ValueError):
+                    continue
+                if ppid == os.getpid() and b"os.killpg(pgid, signal.SIGTERM)" in cmdline:
+                    found.append(int(entry.name))
+        return found
+    # The leader gets PR_SET_PDEATHSIG; its child only has the guard to end it.
+    CODE = (
+        "import subprocess, sys, time; from pathlib import Path; "
+        "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(120)']); "
+        "Path(sys.argv[1]).write_text(str(child.pid)); time.sleep(120)"
+    )
+    async def child_of(name):
+        group = await ProcessGroup.start([sys.executable, "-c", CODE, name], cwd=".")
+        while not Path(name).exists() or not Path(name).read_text():
+            await asyncio.sleep(0.01)
+        return int(Path(name).read_text())
+    async def main():
+        first = await child_of("first.pid")
+        (old,) = guards()
+        os.kill(old, signal.SIGKILL)  # the guard dies from outside
+        while old in guards():
+            await asyncio.sleep(0.01)
+        second = await child_of("second.pid")  # starts a new guard, told both groups
+        print(json.dumps({"pids": [first, second], "guards": len(guards())}), flush=True)
+        os.kill(os.getpid(), signal.SIGKILL)
+    asyncio.run(main())
+    """
+)
+
+
+def test_a_guard_killed_from_outside_is_replaced_and_told_every_group(
+    workspace: Workspace,
+) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-c", _REPLACED_GUARD_DRIVER],
+        cwd=workspace.repo,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == -9, proc.stderr
+    report = json.loads(proc.stdout.splitlines()[0])
+    assert report["guards"] == 1
+    first, second = report["pids"]
+    assert wait_until(lambda: not pid_alive(first) and not pid_alive(second))

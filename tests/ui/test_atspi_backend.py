@@ -6,6 +6,7 @@ backend's own behaviour (lookup rules, errors, actions, events) on a controlled 
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -264,3 +265,28 @@ def test_the_mirror_follows_changes_from_events_and_matches_a_full_read(
     backend.mirror.sync()
     last = backend.mirror.last
     assert not last.full and last.calls < 10, last
+
+
+def test_closing_wakes_a_thread_waiting_for_events(headless_desktop: HeadlessDesktop) -> None:
+    # Closing used to leave a waiter (the window-notes thread: up to 0.5 s; here 60 s) asleep
+    # until its timeout, so every close of a backend (wait_app, the server's exit, a re-attach
+    # after the app restarted) waited that long.
+    with running_app(headless_desktop, [PYTHON, str(MINI_APP)]):
+        b = AtspiBackend(
+            app_name="mini_app",
+            bus_address=headless_desktop.a11y_bus_address,
+            display=headless_desktop.display,
+            attach_timeout=15.0,
+        )
+        b.attach()
+        monitor = b._monitor
+        assert monitor is not None
+        got: list[object] = []
+        waiter = threading.Thread(target=lambda: got.append(monitor.wait_after(10**9, 60.0)))
+        waiter.start()
+        notes_thread = b._notes._thread if b._notes is not None else None
+        b.close()
+        waiter.join(20.0)
+        assert not waiter.is_alive() and got == [[]]
+        assert monitor.closed
+        assert notes_thread is not None and not notes_thread.is_alive()

@@ -11,6 +11,7 @@ import pytest
 
 from loopkit_ui.session import HeadlessDesktop
 from loopkit_ui.testing import running_app
+from loopkit_ui.wait_app import wait_for_window
 
 from .conftest import EXAMPLES_DIR, PYTHON
 
@@ -55,3 +56,69 @@ def test_bad_input_is_one_line_and_exit_2(args: list[str], expected: str) -> Non
     done = subprocess.run([*WAIT, *args], capture_output=True, text=True, timeout=60)
     assert done.returncode == 2
     assert done.stderr.count("\n") == 1 and expected in done.stderr
+
+
+# -- start_app's in-process check (app_ready kind "window") ----------------------------------
+
+
+def _tools(tmp_path: Path, app_command: list[str], app_name: str, timeout_s: float):  # type: ignore[no-untyped-def]
+    from loopkit_tools import LocalTools, ReadyCheck, ToolsConfig
+
+    (tmp_path / "invoice_app").mkdir(exist_ok=True)
+    return LocalTools(
+        ToolsConfig(
+            root=tmp_path,
+            read_folders=["invoice_app"],
+            write_folders=["invoice_app"],
+            app_command=app_command,
+            app_env={
+                "QT_LINUX_ACCESSIBILITY_ALWAYS_ON": "1",
+                "PYTHONPATH": str(EXAMPLES_DIR),
+                "INVOICE_APP_LOG": str(tmp_path / "app.log"),
+            },
+            app_ready=ReadyCheck(kind="window", app_name=app_name, timeout_s=timeout_s),
+            app_output_file=tmp_path / "app-output.log",
+            stop_grace_s=2.0,
+        )
+    )
+
+
+def _on_desktop(desktop: HeadlessDesktop, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The check runs in this process: it reaches the desktop's bus through our environment.
+    for name, value in desktop.env.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.delenv("QT_QPA_PLATFORM", raising=False)
+
+
+async def test_start_app_waits_in_process_for_the_window(
+    headless_desktop: HeadlessDesktop, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _on_desktop(headless_desktop, monkeypatch)
+    async with _tools(tmp_path, [PYTHON, "-m", "invoice_app"], "invoice_app", 30) as tools:
+        answer = await tools.start_app()
+        assert answer.startswith("The app is running (pid ")
+        assert answer.endswith("; ready (readiness check passed).")  # as with a probe command
+        pid = int(answer.split("pid ")[1].split(")")[0])
+        assert "shows 'Invoice Editor'" in wait_for_window("invoice_app", 5)  # it really does
+        assert f"(pid {pid})" in wait_for_window("invoice_app", 5)
+        assert "stopped" in await tools.stop_app()
+
+
+async def test_no_window_in_time_names_the_app_and_the_timeout(
+    headless_desktop: HeadlessDesktop, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from loopkit.abstractions import ToolError
+    from loopkit_tools import pid_alive
+
+    _on_desktop(headless_desktop, monkeypatch)
+    # A process that runs but never shows a window (nor registers on the bus).
+    sleeper = [PYTHON, "-c", "import os, time; print(os.getpid(), flush=True); time.sleep(60)"]
+    async with _tools(tmp_path, sleeper, "no_such_app", 1.5) as tools:
+        with pytest.raises(ToolError) as raised:
+            await tools.start_app()
+        assert str(raised.value).startswith(
+            "The app showed no window on the accessibility bus within 1.5 s (looked for "
+            "'no_such_app') and was stopped."
+        )
+        assert "is not running" in await tools.stop_app()
+    assert not pid_alive(int((tmp_path / "app-output.log").read_text().split()[0]))

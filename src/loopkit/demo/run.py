@@ -182,9 +182,10 @@ def _tools_module(config: RunnerConfig) -> ModuleType:
 
 def _window_readiness(config: RunnerConfig) -> dict[str, Any]:
     """``start_app`` waits until the app the UI server drives shows a window (the UI server's
-    ``--app-name``), checked by loopkit_ui's ``wait_app`` as a command: no fixed delay. Each check
-    waits at most 3 s, so an app that dies at start is seen between checks. Without an app name
-    the tools' own default (a one-second delay) stays."""
+    ``--app-name``), checked on the accessibility bus in the tools' process (``app_ready`` kind
+    ``window``: no fixed delay, no probe process). Each check waits at most 3 s, so an app that
+    dies at start is seen between checks. Without an app name the tools' own default (a
+    one-second delay) stays."""
     command = config.ui_server.command or []
     if "--app-name" not in command[:-1] or command[:3] != [
         sys.executable,
@@ -193,8 +194,7 @@ def _window_readiness(config: RunnerConfig) -> dict[str, Any]:
     ]:
         return {}
     app_name = command[command.index("--app-name") + 1]
-    probe = [sys.executable, "-m", "loopkit_ui.wait_app", "--app-name", app_name, "--timeout", "3"]
-    return {"app_ready": {"kind": "command", "command": probe, "timeout_s": 30, "interval_s": 0.05}}
+    return {"app_ready": {"kind": "window", "app_name": app_name, "timeout_s": 30}}
 
 
 def role_folders(role: Role | None, app_folder: str) -> tuple[list[str], list[str]]:

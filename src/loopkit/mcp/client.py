@@ -17,6 +17,7 @@ closed in another (a pytest fixture, a runner that opens servers up front) witho
 from __future__ import annotations
 
 import asyncio
+import importlib
 import logging
 import os
 import shlex
@@ -33,6 +34,7 @@ from urllib.parse import urlsplit
 from loopkit.abstractions.tools import ToolError
 from loopkit.child_env import check_passthrough, child_environment
 from loopkit.errors import MCPServerError
+from loopkit.mcp.stdio_process import process_transport, sdk_default_environment, spawn_stdio_server
 from loopkit.mcp.tools import MCPTool
 
 if TYPE_CHECKING:
@@ -339,16 +341,15 @@ class MCPClient:
     async def _own_session(self, ready: asyncio.Future[None]) -> None:
         """The owner task: enter the SDK client, signal ``ready``, wait for close, leave."""
         try:
-            from mcp import Client
-
-            transport = self._make_transport()
-            async with Client(
-                transport, read_timeout_seconds=self.call_timeout, client_info=_client_info()
-            ) as client:
-                self._client = client
-                ready.set_result(None)
-                assert self._closing is not None
-                await self._closing.wait()
+            if isinstance(self._target, _StdioTarget) and os.name == "posix":
+                # The server starts first and the SDK is imported meanwhile (each takes most of
+                # a second): see loopkit.mcp.stdio_process.
+                process = await self._spawn(self._target)
+                async with process_transport(process) as streams:
+                    await self._session(_opened(streams), ready)
+            else:
+                await asyncio.to_thread(importlib.import_module, "mcp")  # the loop runs on
+                await self._session(self._make_transport(), ready)
         except asyncio.CancelledError:
             if not ready.done():
                 ready.cancel()
@@ -364,8 +365,36 @@ class MCPClient:
         finally:
             self._client = None
 
+    async def _session(
+        self, transport: AbstractAsyncContextManager[Any], ready: asyncio.Future[None]
+    ) -> None:
+        """Enter the SDK client over ``transport``, signal ``ready``, wait for close."""
+        from mcp import Client
+
+        async with Client(
+            transport, read_timeout_seconds=self.call_timeout, client_info=_client_info()
+        ) as client:
+            self._client = client
+            ready.set_result(None)
+            assert self._closing is not None
+            await self._closing.wait()
+
+    async def _spawn(self, target: _StdioTarget) -> asyncio.subprocess.Process:
+        """Start the stdio server as the SDK would (its default environment under ours)."""
+        env = target.env
+        if target.inherit_env or target.env_passthrough:
+            env = child_environment(target.env_passthrough, extra=env, allowlist=target.inherit_env)
+        assert self._stderr is not None
+        return await spawn_stdio_server(
+            target.command,
+            list(target.args),
+            env=sdk_default_environment() | (env or {}),
+            cwd=target.cwd,
+            errlog=self._stderr.file,
+        )
+
     def _make_transport(self) -> AbstractAsyncContextManager[Any]:
-        if isinstance(self._target, _StdioTarget):
+        if isinstance(self._target, _StdioTarget):  # Windows: the SDK's own (a Job Object)
             from mcp.client.stdio import StdioServerParameters, stdio_client
 
             target = self._target
@@ -553,6 +582,12 @@ def _client_info() -> Implementation:
     except PackageNotFoundError:  # running from a source tree
         v = "0"
     return Implementation(name="loopkit", version=v)
+
+
+@asynccontextmanager
+async def _opened(streams: Any) -> AsyncIterator[Any]:
+    """A transport whose streams are already open (their owner closes them)."""
+    yield streams
 
 
 @asynccontextmanager

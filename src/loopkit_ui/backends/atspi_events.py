@@ -74,11 +74,20 @@ class EventMonitor:
         # Objects that started showing and have not stopped: popups (menus, drop-downs) are
         # found among them, since they are no child of the application (see AtspiCore).
         self._shown: set[str] = set()
+        self._closed = False
         self._handle = client.subscribe(self._accepts, self._on_signal)
 
     def close(self) -> None:
-        """Stop collecting."""
+        """Stop collecting; a thread waiting for events returns at once (with what there is)."""
         self._client.unsubscribe(self._handle)
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` was called (no event comes any more)."""
+        return self._closed
 
     def _accepts(self, message: Signal) -> bool:
         return message.sender == self.bus and (message.interface or "").startswith(C.EVENT_PREFIX)
@@ -148,6 +157,8 @@ class EventMonitor:
         """With the lock held: wait until an event after ``seq`` arrived (False on timeout)."""
         deadline = time.monotonic() + timeout
         while self._seq <= seq:
+            if self._closed:  # nothing more will come: waiting on would only delay closing
+                return False
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return False

@@ -164,6 +164,8 @@ class WindowNotes:
         while not self._stop.is_set():
             events = monitor.wait_after(self._seq, timeout=0.5)
             if not events:
+                if monitor.closed:  # woken by the monitor's close: stop now, not in 0.5 s
+                    return
                 continue
             self._seq = events[-1].seq
             with self._lock:
