@@ -32,7 +32,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, BinaryIO, TextIO
 
 from loopkit.abstractions.chat import (
     ChatClient,
@@ -44,7 +44,7 @@ from loopkit.abstractions.chat import (
 from loopkit.abstractions.content import ChatMessage, UsageDetails
 from loopkit.middleware.delegating import DelegatingChatClient
 from loopkit.middleware.function_invocation import ToolInvocation
-from loopkit.redaction import Redactor
+from loopkit.redaction import Redactor, might_hold_a_shape
 from loopkit.run_context import RunContext, RunEvent, current_run
 
 # Built without validation: building the model's validator at import would cost the import
@@ -83,7 +83,7 @@ def _ascii_line(line: str) -> str:
 
 
 class _LineWriter:
-    """Writes one line and flushes, under a lock (threads may share a log)."""
+    """Writes one line to a text stream and flushes, under a lock (threads may share a log)."""
 
     def __init__(self, stream: TextIO) -> None:
         self._stream = stream
@@ -96,6 +96,25 @@ class _LineWriter:
             except UnicodeEncodeError:  # a stream that cannot take non-ASCII: escape it
                 self._stream.write(_ascii_line(line) + "\n")
             self._stream.flush()
+
+
+class _FileLineWriter:
+    """Writes one line to a file the log opened: unbuffered, so one ``write`` call hands the
+    whole line to the operating system (what a text stream's write and flush did, without its
+    buffer in between)."""
+
+    def __init__(self, file: BinaryIO) -> None:
+        self._file = file
+        self._lock = threading.Lock()
+
+    def write(self, line: str) -> None:
+        data = (line + "\n").encode("utf-8")  # lines are valid UTF-8 (the redactor sees to it)
+        with self._lock:
+            written = self._file.write(data)
+            if written < len(data):  # a short write (a full disk, a signal): the rest follows
+                view = memoryview(data)
+                while written < len(data):
+                    written += self._file.write(view[written:])
 
 
 class _Clock:
@@ -177,16 +196,23 @@ class RunLog:
         if isinstance(target, str | Path):
             self.path: Path | None = Path(target)
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._stream: TextIO = self.path.open("a", encoding="utf-8")
+            # unbuffered bytes: every line is written whole, as it comes (UTF-8 whatever the
+            # locale)
+            file = self.path.open("ab", buffering=0)
+            self._stream: TextIO | BinaryIO = file
+            self._writer: _LineWriter | _FileLineWriter = _FileLineWriter(file)
             self._owns_stream = True
         else:
             self.path = None
             self._stream = target
+            self._writer = _LineWriter(target)
             self._owns_stream = False
         self.max_text_chars = max_text_chars
         self.redactor = redactor or Redactor(environ=environ)
-        self._writer = _LineWriter(self._stream)
         self._clock = _Clock()
+        # The start of each line of a run and type, up to its data: (type, run id) -> JSON text
+        # ("" for one that might hold a secret shape: such lines are redacted whole).
+        self._heads: dict[tuple[str, str | None], str] = {}
         self._subscribers: list[Callable[[dict[str, Any]], None]] = []
         #: True once a ``start`` line was written (by any run, or by the caller outside a run).
         self.started = False
@@ -217,17 +243,42 @@ class RunLog:
     def _write(self, run: RunContext | None, event_type: str, data: dict[str, Any]) -> None:
         if self._stream.closed:
             return
-        line: dict[str, Any] = {"time": self._clock.now(), "type": event_type}
+        head = self._heads.get((event_type, None if run is None else run.run_id))
+        if head is None:
+            head = self._head(run, event_type)
+        if head:
+            line = self.redactor.json_line(f'{{"time":"{self._clock.now()}",{head}', data)
+        else:
+            line = self.redactor.to_json(
+                {"time": self._clock.now(), **self._envelope(run, event_type, data)}
+            )
+        self._writer.write(line)
+        if self._subscribers:  # subscribers get type, the run ids and the data
+            for callback in self._subscribers:
+                callback(self._envelope(run, event_type, data))
+
+    @staticmethod
+    def _envelope(run: RunContext | None, event_type: str, data: dict[str, Any]) -> dict[str, Any]:
+        """A line without its time: type, the run ids (in a run) and the data."""
+        line: dict[str, Any] = {"type": event_type}
         if run is not None:
             line["run_id"] = run.run_id
             if run.parent is not None:
                 line["parent_run_id"] = run.parent.run_id
         line["data"] = data
-        self._writer.write(self.redactor.to_json(line))
-        if self._subscribers:
-            del line["time"]  # subscribers get type, the run ids and the data
-            for callback in self._subscribers:
-                callback(dict(line))
+        return line
+
+    def _head(self, run: RunContext | None, event_type: str) -> str:
+        """The JSON of a line's type and run ids, up to ``"data":`` (made once per run and
+        type): "" when it might hold a secret shape."""
+        fields = self._envelope(run, event_type, {})
+        del fields["data"]
+        text = self.redactor.to_json(fields)
+        head = "" if might_hold_a_shape(text) else text[1:-1] + ',"data":'
+        if len(self._heads) >= 4096:  # a long-lived log of many runs: forget the old ones
+            self._heads.clear()
+        self._heads[(event_type, None if run is None else run.run_id)] = head
+        return head
 
     def _cut(self, text: str) -> str:
         if self.max_text_chars is not None and len(text) > self.max_text_chars:
