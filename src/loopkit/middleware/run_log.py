@@ -41,10 +41,16 @@ from loopkit.abstractions.chat import (
     ChatResponseUpdate,
     response_from_updates,
 )
-from loopkit.abstractions.content import ChatMessage, UsageDetails
+from loopkit.abstractions.content import (
+    ChatMessage,
+    ChatRole,
+    FunctionCallContent,
+    TextContent,
+    UsageDetails,
+)
 from loopkit.middleware.delegating import DelegatingChatClient
 from loopkit.middleware.function_invocation import ToolInvocation
-from loopkit.redaction import Redactor, might_hold_a_shape
+from loopkit.redaction import Redactor
 from loopkit.run_context import RunContext, RunEvent, current_run
 
 # Built without validation: building the model's validator at import would cost the import
@@ -211,7 +217,6 @@ class RunLog:
         self.redactor = redactor or Redactor(environ=environ)
         self._clock = _Clock()
         # The start of each line of a run and type, up to its data: (type, run id) -> JSON text
-        # ("" for one that might hold a secret shape: such lines are redacted whole).
         self._heads: dict[tuple[str, str | None], str] = {}
         self._subscribers: list[Callable[[dict[str, Any]], None]] = []
         #: True once a ``start`` line was written (by any run, or by the caller outside a run).
@@ -246,12 +251,7 @@ class RunLog:
         head = self._heads.get((event_type, None if run is None else run.run_id))
         if head is None:
             head = self._head(run, event_type)
-        if head:
-            line = self.redactor.json_line(f'{{"time":"{self._clock.now()}",{head}', data)
-        else:
-            line = self.redactor.to_json(
-                {"time": self._clock.now(), **self._envelope(run, event_type, data)}
-            )
+        line = self.redactor.json_line(f'{{"time":"{self._clock.now()}",{head}', data)
         self._writer.write(line)
         if self._subscribers:  # subscribers get type, the run ids and the data
             for callback in self._subscribers:
@@ -270,11 +270,11 @@ class RunLog:
 
     def _head(self, run: RunContext | None, event_type: str) -> str:
         """The JSON of a line's type and run ids, up to ``"data":`` (made once per run and
-        type): "" when it might hold a secret shape."""
+        type). Redacted as it is made; :meth:`Redactor.json_line` replaces in it, at every
+        line, the secret values the environment holds then."""
         fields = self._envelope(run, event_type, {})
         del fields["data"]
-        text = self.redactor.to_json(fields)
-        head = "" if might_hold_a_shape(text) else text[1:-1] + ',"data":'
+        head = self.redactor.to_json(fields)[1:-1] + ',"data":'
         if len(self._heads) >= 4096:  # a long-lived log of many runs: forget the old ones
             self._heads.clear()
         self._heads[(event_type, None if run is None else run.run_id)] = head
@@ -314,6 +314,7 @@ class RunLog:
 
     def _round(self, run: RunContext | None, response: ChatResponse, ms: float) -> None:
         usage = response.usage or _NO_USAGE
+        calls, text = _calls_and_text(response)
         self.rounds += 1
         self._tokens.add(usage)
         number = self.rounds
@@ -332,8 +333,8 @@ class RunLog:
                 "output_tokens": usage.output_tokens,
                 "cached_input_tokens": usage.cached_input_tokens,
                 "cache_creation_input_tokens": usage.cache_creation_input_tokens,
-                "calls": [c.name for c in response.function_calls],
-                "text": self._cut(response.text),
+                "calls": calls,
+                "text": self._cut(text),
             },
         )
 
@@ -520,6 +521,29 @@ class RunLogChatClient(DelegatingChatClient):
         self.log._round(
             run, response_from_updates(updates), (time.perf_counter() - started) * 1000.0
         )
+
+
+def _calls_and_text(response: ChatResponse) -> tuple[list[str], str]:
+    """The names of ``response.function_calls`` and ``response.text`` (the text of the last
+    assistant message that has some), in one pass over the contents: the two properties walk
+    them twice and cost a round's line more than its encoding."""
+    calls: list[str] = []
+    text = ""
+    for message in response.messages:
+        pieces: list[str] | None = None
+        for content in message.contents:
+            if isinstance(content, FunctionCallContent):
+                calls.append(content.name)
+            elif isinstance(content, TextContent):
+                if pieces is None:
+                    pieces = [content.text]
+                else:
+                    pieces.append(content.text)
+        if pieces is not None and message.role == ChatRole.ASSISTANT:
+            joined = "".join(pieces)
+            if joined:
+                text = joined
+    return calls, text
 
 
 def _model_name(client: object) -> str | None:

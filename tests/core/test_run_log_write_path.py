@@ -1,0 +1,185 @@
+"""The run log's write path: each line's start (type and run ids) is made once per run and type,
+the data encoded and checked on its own, the file written unbuffered. These tests hold it to the
+contract of the whole-line path it replaced: secrets anywhere in a line never reach the file
+(in the data however deep, in the type, in a value exported after the first line), the round's
+text and calls are the response's own, every line is in the file as soon as it is written (a
+killed process leaves valid lines), and the secret-shape patterns compile on first use."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from loopkit import ChatResponse, RunLog
+from loopkit.abstractions.content import (
+    ChatMessage,
+    ChatRole,
+    FunctionCallContent,
+    TextContent,
+)
+from loopkit.middleware.function_invocation import ToolInvocation
+from loopkit.redaction import REDACTED, Redactor
+from loopkit.run_context import RunContext, run_scope
+
+KEY = "sk-ant-api03-abcdefghijklmnopqrstuvwxyz0123"
+
+
+def lines(text: str) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in text.splitlines()]
+
+
+def test_a_secret_deep_in_the_data_is_redacted_in_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "run.jsonl"
+    log = RunLog(path, environ={"MY_SERVICE_TOKEN": "from-the-environment-42"})
+    call = FunctionCallContent(
+        call_id="c",
+        name="fetch",
+        arguments={"a": [{"b": f"key {KEY}"}, {"c": {"d": "from-the-environment-42"}}]},
+    )
+    with run_scope():
+        log.tool(ToolInvocation(call, f"used {KEY}", False, 1.0))
+    log.close()
+    written = path.read_text(encoding="utf-8")
+    assert KEY not in written and "from-the-environment-42" not in written
+    data = lines(written)[0]["data"]
+    assert data["arguments"] == {"a": [{"b": f"key {REDACTED}"}, {"c": {"d": REDACTED}}]}
+    assert data["result"] == f"used {REDACTED}"
+
+
+def test_a_line_type_holding_a_secret_shape_is_redacted_in_and_outside_a_run() -> None:
+    buf = io.StringIO()
+    log = RunLog(buf, environ={})
+    log.write(f"event {KEY}", n=1)
+    with run_scope():
+        log.write(f"event {KEY}", n=2)
+        log.write("plain", n=3)
+    assert KEY not in buf.getvalue()
+    first, second, third = lines(buf.getvalue())
+    assert first["type"] == second["type"] == f"event {REDACTED}"
+    assert (second["data"], third["type"], third["data"]) == ({"n": 2}, "plain", {"n": 3})
+
+
+def test_a_value_exported_after_the_first_line_is_redacted_from_the_next_lines_start() -> None:
+    """The start of a line is kept between lines; the environment is read again at each."""
+    environ: dict[str, str] = {}
+    buf = io.StringIO()
+    log = RunLog(buf, environ=environ)
+    run = RunContext(run_id="run-id-that-leaks-42")
+    with run_scope(run):
+        log.write("custom-event-name", n=1)
+        environ["MY_SERVICE_TOKEN"] = "run-id-that-leaks-42"
+        log.write("custom-event-name", n=2)
+    before, after = lines(buf.getvalue())
+    assert before["run_id"] == "run-id-that-leaks-42"  # written before it was a secret
+    assert after["run_id"] == REDACTED and after["data"] == {"n": 2}
+
+
+def test_a_child_runs_lines_name_both_runs_in_order() -> None:
+    buf = io.StringIO()
+    log = RunLog(buf, environ={})
+    parent = RunContext(run_id="parent-1")
+    with run_scope(parent), run_scope(parent.child()) as child:
+        log.write("round", n=1)
+        log.write("round", n=2)
+    for line in buf.getvalue().splitlines():
+        assert line.startswith('{"time":"') and json.loads(line)["data"]["n"] in (1, 2)
+        assert line.split('","', 1)[1].startswith(
+            f'type":"round","run_id":"{child.run_id}","parent_run_id":"parent-1","data":{{"n":'
+        )
+
+
+def test_the_round_text_and_calls_are_the_responses_own() -> None:
+    """Text of the last assistant message that has some; every call, in order."""
+
+    def message(role: ChatRole, *contents: Any) -> ChatMessage:
+        return ChatMessage(role=role, contents=list(contents))
+
+    def call(name: str) -> FunctionCallContent:
+        return FunctionCallContent(call_id=name, name=name)
+
+    responses = [
+        ChatResponse(messages=[message(ChatRole.ASSISTANT)]),
+        ChatResponse(
+            messages=[
+                message(ChatRole.ASSISTANT, TextContent(text="first"), call("a")),
+                message(ChatRole.TOOL, TextContent(text="a tool's text")),
+                message(
+                    ChatRole.ASSISTANT, TextContent(text="la"), call("b"), TextContent(text="st")
+                ),
+                message(ChatRole.ASSISTANT, TextContent(text=""), call("c")),
+                message(ChatRole.USER, TextContent(text="not the model's")),
+            ]
+        ),
+    ]
+    buf = io.StringIO()
+    log = RunLog(buf, environ={})
+    for response in responses:
+        log.round(response, 1.0)
+    got = [(e["data"]["calls"], e["data"]["text"]) for e in lines(buf.getvalue())]
+    assert got == [([], ""), (["a", "b", "c"], "last")]
+    assert got == [([c.name for c in r.function_calls], r.text) for r in responses]
+
+
+CHILD = """
+import sys, time
+from loopkit import RunLog
+log = RunLog(sys.argv[1], environ={})
+for n, text in enumerate(["é" * 5000, "short", "short"]):  # longer and shorter than a buffer
+    log.write("round", n=n, text=text)
+print("written", flush=True)
+time.sleep(60)
+"""
+
+
+def test_every_line_is_in_the_file_when_written_and_a_killed_process_leaves_valid_lines(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "run.jsonl"
+    child = subprocess.Popen(
+        [sys.executable, "-c", CHILD, str(path)], stdout=subprocess.PIPE, text=True, env=os.environ
+    )
+    try:
+        assert child.stdout is not None and child.stdout.readline() == "written\n"
+        assert [e["data"]["n"] for e in lines(path.read_text(encoding="utf-8"))] == [0, 1, 2]
+    finally:
+        child.send_signal(signal.SIGKILL)
+        child.wait()
+    assert child.returncode == -signal.SIGKILL
+    written = path.read_bytes()
+    assert written.endswith(b"}\n") and written.count(b"\n") == 3
+    assert [e["data"]["text"] for e in lines(written.decode())] == ["é" * 5000, "short", "short"]
+
+
+def test_json_line_redacts_values_in_the_head_and_everything_in_the_value() -> None:
+    r = Redactor(environ={"A_TOKEN": "plainsecret1"})
+    head = '{"who":"plainsecret1","data":'
+    assert r.json_line(head, {"x": [KEY]}) == '{"who":"[redacted]","data":{"x":["[redacted]"]}}'
+    assert r.json_line('{"data":', [1, "é"]) == '{"data":[1,"é"]}'
+
+
+SHAPES_AT_IMPORT = """
+import re
+compiled = []
+original = re.compile
+def compile(pattern, flags=0):
+    compiled.append(pattern)
+    return original(pattern, flags)
+re.compile = compile
+from loopkit import redaction
+at_import = sum("sk-(?:ant-" in str(p) for p in compiled)
+assert redaction.Redactor(environ={}).redact("key sk-ant-abcdefghijklmnop") == "key [redacted]"
+print(at_import, sum("sk-(?:ant-" in str(p) for p in compiled))
+"""
+
+
+def test_the_secret_shapes_compile_on_first_use_not_at_import() -> None:
+    out = subprocess.run(
+        [sys.executable, "-c", SHAPES_AT_IMPORT], capture_output=True, text=True, check=True
+    ).stdout
+    assert out.split() == ["0", "1"]
