@@ -46,7 +46,7 @@ import math
 import os
 import re
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TextIO
 
@@ -357,6 +357,8 @@ class Redactor:
         self._env_keys: tuple[Any, ...] | None = None
         self._env_raw: tuple[tuple[Any, Any], ...] = ()
         self._forms: tuple[str, ...] = self._forms_of(())
+        # short texts found free of secret shapes (a pure property of the text): tool names
+        self._shape_free_texts: set[str] = set()
 
     # -- the values --------------------------------------------------------------------------
     def _forms_of(self, env_values: Iterable[str]) -> tuple[str, ...]:
@@ -428,7 +430,7 @@ class Redactor:
         """
         return self._to_json(value, self._value_forms())
 
-    def json_line(self, head: str, value: Any) -> str:
+    def json_line(self, head: str, value: Any, texts: Sequence[str] | None = None) -> str:
         """``head + to_json(value) + "}"``: a JSON object whose last field is ``value``.
 
         ``head`` is the object's text up to that field's value, already JSON (e.g.
@@ -436,13 +438,21 @@ class Redactor:
         *values* in it are replaced, but it is not searched for secret shapes (check what you
         did not write yourself with :func:`might_hold_a_shape`). One look at the environment
         for the whole line (the run log writes its lines with it).
+
+        ``texts``, when given, are all the strings in ``value`` that could hold a secret shape
+        (the caller vouches that the rest are its own key names, numbers, booleans): only they
+        are searched for shapes, not the whole JSON (a shape never spans two strings: the
+        careful path redacts string by string). Short ones found clean are remembered. Secret
+        values are still searched in the whole line.
         """
         forms = self._value_forms()
         if forms and _holds_a_form(head, forms):
             head = _replace_forms(head, forms)
-        return head + self._to_json(value, forms) + "}"
+        return head + self._to_json(value, forms, texts) + "}"
 
-    def _to_json(self, value: Any, forms: tuple[str, ...]) -> str:
+    def _to_json(
+        self, value: Any, forms: tuple[str, ...], texts: Sequence[str] | None = None
+    ) -> str:
         try:
             line = _encode(value)
             if not line.isascii():
@@ -450,11 +460,26 @@ class Redactor:
         except (TypeError, ValueError, RecursionError):
             line = None
         if line is not None and not (
-            (self.shapes and might_hold_a_shape(line)) or (forms and _holds_a_form(line, forms))
+            (self.shapes and not self._shape_free(line if texts is None else texts))
+            or (forms and _holds_a_form(line, forms))
         ):
             return line
         data = self._walk(value, 64, forms)
         return _replace_forms(_encode(data), forms)
+
+    def _shape_free(self, texts: str | Sequence[str]) -> bool:
+        """Whether no text holds the anchor of a secret shape (one search for them all)."""
+        if isinstance(texts, str):
+            return not might_hold_a_shape(texts)
+        known = self._shape_free_texts
+        unknown = [text for text in texts if text not in known]
+        # joined by a line break, which no anchor holds: no anchor spans two texts
+        if not unknown or not might_hold_a_shape("\n".join(unknown)):
+            if len(known) > 1024:
+                known.clear()
+            known.update(text for text in unknown if len(text) <= 64)
+            return True
+        return False
 
     def _walk(self, value: Any, depth: int, forms: tuple[str, ...]) -> Any:
         if isinstance(value, str):

@@ -183,3 +183,28 @@ def test_the_secret_shapes_compile_on_first_use_not_at_import() -> None:
         [sys.executable, "-c", SHAPES_AT_IMPORT], capture_output=True, text=True, check=True
     ).stdout
     assert out.split() == ["0", "1"]
+
+
+def test_a_secret_in_a_rounds_text_or_call_name_is_redacted_after_clean_rounds() -> None:
+    """The round line searches only its text and call names for shapes (the rest are its own
+    keys and numbers), and remembers names found clean: neither may let a secret through."""
+
+    def response(text: str, *names: str) -> ChatResponse:
+        contents: list[Any] = [TextContent(text=text)] if text else []
+        contents += [FunctionCallContent(call_id=n, name=n) for n in names]
+        return ChatResponse(messages=[ChatMessage(role=ChatRole.ASSISTANT, contents=contents)])
+
+    buf = io.StringIO()
+    log = RunLog(buf, environ={"MY_SERVICE_TOKEN": "env-secret-value-42"})
+    log.round(response("plain", "read_file"), 1.0)
+    log.round(response(f"the key is {KEY}", "read_file"), 1.0)
+    log.round(response("", "read_file", KEY), 1.0)
+    log.round(response("sent env-secret-value-42", "read_file"), 1.0)
+    assert KEY not in buf.getvalue() and "env-secret-value-42" not in buf.getvalue()
+    got = [(e["data"]["text"], e["data"]["calls"]) for e in lines(buf.getvalue())]
+    assert got == [
+        ("plain", ["read_file"]),
+        (f"the key is {REDACTED}", ["read_file"]),
+        ("", ["read_file", REDACTED]),
+        (f"sent {REDACTED}", ["read_file"]),
+    ]

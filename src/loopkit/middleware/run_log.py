@@ -125,21 +125,26 @@ class _FileLineWriter:
 
 class _Clock:
     """Local wall-clock time as ``YYYY-MM-DDTHH:MM:SS.mmm`` (what ``datetime.isoformat`` gives
-    with ``timespec="milliseconds"``), the date and time part made once a second."""
+    with ``timespec="milliseconds"``): the date and time part made once a second, the whole
+    once a millisecond (a round's lines mostly share one)."""
 
-    __slots__ = ("_prefix", "_second")
+    __slots__ = ("_milli", "_prefix", "_second", "_text")
 
     def __init__(self) -> None:
-        self._second = -1
-        self._prefix = ""
+        self._milli = self._second = -1
+        self._prefix = self._text = ""
 
     def now(self) -> str:
-        now = _wall_time()
-        second = int(now)
+        milli = int(_wall_time() * 1000)
+        if milli == self._milli:
+            return self._text
+        second, part = divmod(milli, 1000)
         if second != self._second:
             self._prefix = _strftime("%Y-%m-%dT%H:%M:%S", _localtime(second))
             self._second = second
-        return f"{self._prefix}.{int((now - second) * 1000):03d}"
+        self._text = text = f"{self._prefix}.{part:03d}"
+        self._milli = milli
+        return text
 
 
 @dataclass(slots=True)
@@ -245,13 +250,20 @@ class RunLog:
         """Write one event line now (in the current run, if any)."""
         self._write(current_run(), event_type, data)
 
-    def _write(self, run: RunContext | None, event_type: str, data: dict[str, Any]) -> None:
+    def _write(
+        self,
+        run: RunContext | None,
+        event_type: str,
+        data: dict[str, Any],
+        texts: Sequence[str] | None = None,
+    ) -> None:
+        """One line; ``texts``: see :meth:`Redactor.json_line`."""
         if self._stream.closed:
             return
         head = self._heads.get((event_type, None if run is None else run.run_id))
         if head is None:
             head = self._head(run, event_type)
-        line = self.redactor.json_line(f'{{"time":"{self._clock.now()}",{head}', data)
+        line = self.redactor.json_line(f'{{"time":"{self._clock.now()}",{head}', data, texts)
         self._writer.write(line)
         if self._subscribers:  # subscribers get type, the run ids and the data
             for callback in self._subscribers:
@@ -315,6 +327,7 @@ class RunLog:
     def _round(self, run: RunContext | None, response: ChatResponse, ms: float) -> None:
         usage = response.usage or _NO_USAGE
         calls, text = _calls_and_text(response)
+        text = self._cut(text)
         self.rounds += 1
         self._tokens.add(usage)
         number = self.rounds
@@ -334,8 +347,10 @@ class RunLog:
                 "cached_input_tokens": usage.cached_input_tokens,
                 "cache_creation_input_tokens": usage.cache_creation_input_tokens,
                 "calls": calls,
-                "text": self._cut(text),
+                "text": text,
             },
+            # the only text of the line: the rest are our keys and numbers (added up above)
+            [text, *calls],
         )
 
     def tool(self, invocation: ToolInvocation) -> None:
