@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from loopkit import ChatResponse, RunLog
+from loopkit import ChatResponse, RunLog, redaction
 from loopkit.abstractions.content import (
     ChatMessage,
     ChatRole,
@@ -28,6 +28,14 @@ from loopkit.redaction import REDACTED, Redactor
 from loopkit.run_context import RunContext, run_scope
 
 KEY = "sk-ant-api03-abcdefghijklmnopqrstuvwxyz0123"
+# The children import the loopkit this test imported (under mutmut: its mutated copy), whatever
+# the environment's path says.
+CHILD_ENV = {
+    **os.environ,
+    "PYTHONPATH": os.pathsep.join(
+        [str(Path(redaction.__file__).parents[1]), os.environ.get("PYTHONPATH", "")]
+    ),
+}
 
 
 def lines(text: str) -> list[dict[str, Any]]:
@@ -142,7 +150,7 @@ def test_every_line_is_in_the_file_when_written_and_a_killed_process_leaves_vali
 ) -> None:
     path = tmp_path / "run.jsonl"
     child = subprocess.Popen(
-        [sys.executable, "-c", CHILD, str(path)], stdout=subprocess.PIPE, text=True, env=os.environ
+        [sys.executable, "-c", CHILD, str(path)], stdout=subprocess.PIPE, text=True, env=CHILD_ENV
     )
     try:
         assert child.stdout is not None and child.stdout.readline() == "written\n"
@@ -180,7 +188,11 @@ print(at_import, sum("sk-(?:ant-" in str(p) for p in compiled))
 
 def test_the_secret_shapes_compile_on_first_use_not_at_import() -> None:
     out = subprocess.run(
-        [sys.executable, "-c", SHAPES_AT_IMPORT], capture_output=True, text=True, check=True
+        [sys.executable, "-c", SHAPES_AT_IMPORT],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=CHILD_ENV,
     ).stdout
     assert out.split() == ["0", "1"]
 
