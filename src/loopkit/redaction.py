@@ -33,7 +33,8 @@ were never candidates: they flag commit ids and hashes.
 
 Speed: the run log redacts every line on the hot path. A text is first checked for the literal
 anchors every shape needs (``sk-``, ``AKIA``, ``eyJ``, ``://``, ``bearer``, …; plain substring
-searches in C); only a text holding one goes through the one combined regular expression.
+searches in C); only a text holding one goes through the one combined regular expression. The
+patterns compile on first use, not at import.
 Environment values are re-read cheaply: ``os.environ``'s own mapping is compared by key set and
 value identity, and scanned in full only when it changed.
 """

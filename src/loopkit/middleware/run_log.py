@@ -19,9 +19,12 @@ secret-looking environment variables as they are when the line is written). Odd 
 the log: lone surrogates (undecodable file names), bytes, objects whose ``str()`` raises, NaN and
 cycles are spelled out and the line stays valid JSON in UTF-8.
 
-A line is rendered straight to JSON by the redactor and written with one ``write`` and a flush:
-no logging framework in between (structlog's processor chain cost more than the rest of a line,
-and importing it pulled in rich).
+A line is rendered straight to JSON by the redactor: no logging framework in between
+(structlog's processor chain cost more than the rest of a line, and importing it pulled in rich).
+Its start (type and run ids) is rendered once per run and type, its data at each line (the
+round line searches only its text and call names for secret shapes: the rest are the log's own
+keys and numbers). A file the log opened is written unbuffered, one ``write`` per line; a stream
+it was given gets a ``write`` and a ``flush``.
 """
 
 from __future__ import annotations
