@@ -13,6 +13,7 @@ import os
 import signal
 import subprocess
 import sys
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -220,3 +221,73 @@ def test_a_secret_in_a_rounds_text_or_call_name_is_redacted_after_clean_rounds()
         ("", ["read_file", REDACTED]),
         (f"sent {REDACTED}", ["read_file"]),
     ]
+
+
+def test_lines_of_runs_taking_turns_each_carry_their_own_run_and_subscribers_get_it_too() -> None:
+    """A line's start is kept per run and type: two runs writing the same type in turn must
+    not share one."""
+    buf = io.StringIO()
+    log = RunLog(buf, environ={})
+    seen: list[dict[str, Any]] = []
+    log.subscribe(seen.append)
+    first, second = RunContext(run_id="run-one"), RunContext(run_id="run-two")
+    log.write("round", n=-1)  # outside any run: no run ids
+    for n in range(2):
+        for run in (first, second, first.child()):
+            with run_scope(run):
+                log.write("round", n=n)
+    log.write("round", n=2)  # outside any run: no run ids
+    got = [(e.get("run_id"), e.get("parent_run_id"), e["data"]["n"]) for e in lines(buf.getvalue())]
+    children = [e["run_id"] for e in lines(buf.getvalue())[3:7:3]]
+    assert got == [
+        (None, None, -1),
+        ("run-one", None, 0), ("run-two", None, 0), (children[0], "run-one", 0),
+        ("run-one", None, 1), ("run-two", None, 1), (children[1], "run-one", 1),
+        (None, None, 2),
+    ]  # fmt: skip
+    assert len(set(children)) == 2
+    assert [(e.get("run_id"), e.get("parent_run_id"), e["data"]["n"]) for e in seen] == got
+    assert all(
+        list(e) == [k for k in ("type", "run_id", "parent_run_id", "data") if k in e] for e in seen
+    )
+
+
+def test_the_time_stamp_is_the_wall_clocks_to_the_millisecond() -> None:
+    buf = io.StringIO()
+    log = RunLog(buf, environ={})
+    for _ in range(50):  # several in one millisecond and across them
+        before = datetime.now()
+        log.write("round")
+        after = datetime.now()
+        stamp = datetime.fromisoformat(lines(buf.getvalue())[-1]["time"])
+        assert before.replace(microsecond=before.microsecond // 1000 * 1000) <= stamp <= after
+
+
+class ShortWrites(io.RawIOBase):
+    """A file whose ``write`` takes at most 7 bytes a call. A fake: a regular file on Linux
+    writes short only when the disk is full or a size limit is hit, which a test cannot arrange
+    without ending the write in an error."""
+
+    def __init__(self) -> None:
+        self.written = bytearray()
+        self.calls = 0
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: Any) -> int:
+        self.calls += 1
+        taken = bytes(data[:7])
+        self.written += taken
+        return len(taken)
+
+
+def test_a_short_write_is_followed_by_the_rest_of_the_line() -> None:
+    from loopkit.middleware.run_log import _FileLineWriter
+
+    file = ShortWrites()
+    writer = _FileLineWriter(file)  # type: ignore[arg-type]
+    writer.write('{"a":"é"}')
+    writer.write("{}")
+    assert file.written.decode() == '{"a":"é"}\n{}\n'
+    assert file.calls == 3
