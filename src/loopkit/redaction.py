@@ -431,8 +431,11 @@ class Redactor:
         """
         return self._to_json(value, self._value_forms())
 
-    def json_line(self, head: str, value: Any, texts: Sequence[str] | None = None) -> str:
-        """``head + to_json(value) + "}"``: a JSON object whose last field is ``value``.
+    def json_line(
+        self, head: str, value: Any, texts: Sequence[str] | None = None, end: str = "}"
+    ) -> str:
+        """``head + to_json(value) + end``: a JSON object whose last field is ``value``
+        (``end`` closes it, e.g. ``"}\n"`` for a line of a file).
 
         ``head`` is the object's text up to that field's value, already JSON (e.g.
         ``{"type":"round","data":``), made by the caller from its own names: the secret
@@ -449,7 +452,7 @@ class Redactor:
         forms = self._value_forms()
         if forms and _holds_a_form(head, forms):
             head = _replace_forms(head, forms)
-        return head + self._to_json(value, forms, texts) + "}"
+        return head + self._to_json(value, forms, texts) + end
 
     def _to_json(
         self, value: Any, forms: tuple[str, ...], texts: Sequence[str] | None = None
@@ -461,17 +464,18 @@ class Redactor:
         except (TypeError, ValueError, RecursionError):
             line = None
         if line is not None and not (
-            (self.shapes and not self._shape_free(line if texts is None else texts))
+            (
+                self.shapes
+                and (might_hold_a_shape(line) if texts is None else not self._shape_free(texts))
+            )
             or (forms and _holds_a_form(line, forms))
         ):
             return line
         data = self._walk(value, 64, forms)
         return _replace_forms(_encode(data), forms)
 
-    def _shape_free(self, texts: str | Sequence[str]) -> bool:
+    def _shape_free(self, texts: Sequence[str]) -> bool:
         """Whether no text holds the anchor of a secret shape (one search for them all)."""
-        if isinstance(texts, str):
-            return not might_hold_a_shape(texts)
         known = self._shape_free_texts
         unknown = [text for text in texts if text not in known]
         # joined by a line break, which no anchor holds: no anchor spans two texts

@@ -287,7 +287,7 @@ def test_a_short_write_is_followed_by_the_rest_of_the_line() -> None:
 
     file = ShortWrites()
     writer = _FileLineWriter(file)  # type: ignore[arg-type]
-    writer.write('{"a":"é"}')
-    writer.write("{}")
+    writer.write('{"a":"é"}\n')
+    writer.write("{}\n")
     assert file.written.decode() == '{"a":"é"}\n{}\n'
     assert file.calls == 3

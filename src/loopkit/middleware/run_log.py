@@ -99,9 +99,10 @@ class _LineWriter:
         self._lock = threading.Lock()
 
     def write(self, line: str) -> None:
+        """Write ``line`` (which ends with its line break) and flush."""
         with self._lock:
             try:
-                self._stream.write(line + "\n")
+                self._stream.write(line)
             except UnicodeEncodeError:  # a stream that cannot take non-ASCII: escape it
                 self._stream.write(_ascii_line(line) + "\n")
             self._stream.flush()
@@ -117,7 +118,8 @@ class _FileLineWriter:
         self._lock = threading.Lock()
 
     def write(self, line: str) -> None:
-        data = (line + "\n").encode("utf-8")  # lines are valid UTF-8 (the redactor sees to it)
+        """Write ``line`` (which ends with its line break) whole."""
+        data = line.encode("utf-8")  # lines are valid UTF-8 (the redactor sees to it)
         with self._lock:
             written = self._file.write(data)
             if written < len(data):  # a short write (a full disk, a signal): the rest follows
@@ -266,7 +268,7 @@ class RunLog:
         head = self._heads.get((event_type, None if run is None else run.run_id))
         if head is None:
             head = self._head(run, event_type)
-        line = self.redactor.json_line(f'{{"time":"{self._clock.now()}",{head}', data, texts)
+        line = self.redactor.json_line(f'{{"time":"{self._clock.now()}",{head}', data, texts, "}\n")
         self._writer.write(line)
         if self._subscribers:  # subscribers get type, the run ids and the data
             for callback in self._subscribers:
