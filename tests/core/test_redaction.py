@@ -353,3 +353,15 @@ def test_keys_are_spelled_as_json_spells_them_on_both_paths() -> None:
     assert r.to_json(keys) == fast + "}"
     assert r.to_json({**keys, "x": math.nan}) == fast + ',"x":"nan"}'
     assert r.redact_data({True: 1, None: 2}) == {"true": 1, "null": 2}
+
+
+def test_each_redactor_reads_the_environment_as_it_is_at_its_first_text(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Redactors share what they learnt about the names (a pure function), not the values."""
+    monkeypatch.setenv("LOOPKIT_TEST_TOKEN", "first-value-123")
+    assert Redactor().redact("first-value-123") == REDACTED
+    monkeypatch.setenv("LOOPKIT_TEST_TOKEN", "second-value-456")
+    monkeypatch.setenv("LOOPKIT_TEST_PLAIN", "second-value-789")
+    text = "second-value-456 first-value-123 second-value-789"
+    assert Redactor().redact(text) == f"{REDACTED} first-value-123 second-value-789"
