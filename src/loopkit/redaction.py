@@ -525,22 +525,27 @@ def _json_encoder() -> Callable[[Any], str]:
     ``json.dumps`` with options builds a new encoder per call, and so does
     ``JSONEncoder.encode`` (its C encoder, each time). This keeps the C encoder and calls it
     directly (``json.encoder.c_make_encoder``, the accelerator ``JSONEncoder`` itself uses; a
-    Python without it gets ``JSONEncoder.encode``). No ``markers``: a cycle ends in
-    ``RecursionError``, which :meth:`Redactor.to_json` catches like ``json``'s own
-    "Circular reference" ``ValueError``, and takes the careful path.
+    Python without it, or whose accelerator takes other arguments or writes otherwise, gets
+    ``JSONEncoder.encode``). No ``markers``: a cycle ends in ``RecursionError``, which
+    :meth:`Redactor.to_json` catches like ``json``'s own "Circular reference" ``ValueError``,
+    and takes the careful path.
     """
     plain = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
     make = getattr(json.encoder, "c_make_encoder", None)
     quote = getattr(json.encoder, "c_encode_basestring", None)
     if make is None or quote is None:
         return plain
-    encoder = make(None, _refuse, quote, None, ":", ",", False, False, False)
+    try:
+        encoder = make(None, _refuse, quote, None, ":", ",", False, False, False)
+    except TypeError:  # another signature (a later Python): the public way
+        return plain
     join = "".join
 
     def encode(value: Any) -> str:
         return join(encoder(value, 0))
 
-    return encode
+    sample = {"a": [1, 2.5, True, None], "é\n": '"x"', "7": {}}
+    return encode if encode(sample) == plain(sample) else plain
 
 
 _encode = _json_encoder()

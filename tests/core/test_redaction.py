@@ -7,6 +7,7 @@ import json
 import math
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -367,3 +368,35 @@ def test_each_redactor_reads_the_environment_as_it_is_at_its_first_text(
     monkeypatch.setenv("LOOPKIT_TEST_PLAIN", "second-value-789")
     text = "second-value-456 first-value-123 second-value-789"
     assert Redactor().redact(text) == f"{REDACTED} first-value-123 second-value-789"
+
+
+def test_the_kept_json_encoder_is_jsons_own_where_the_accelerator_is_missing_or_differs(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``json.encoder.c_make_encoder`` is the accelerator behind ``JSONEncoder``; a Python
+    without it, with another signature or writing otherwise gets ``JSONEncoder.encode``. The
+    stand-ins below differ only for the redactor's call (no ``markers``): ``JSONEncoder``'s own
+    call (with a markers dict) still reaches the real accelerator."""
+    import json.encoder
+
+    from loopkit import redaction
+
+    real = json.encoder.c_make_encoder
+    assert real is not None
+
+    def other_signature(markers: Any, *args: Any) -> Any:
+        if markers is None:
+            raise TypeError("c_make_encoder() takes 10 arguments")
+        return real(markers, *args)
+
+    def writes_otherwise(markers: Any, *args: Any) -> Any:
+        if markers is None:
+            return lambda value, level: ("written otherwise",)
+        return real(markers, *args)
+
+    value = {"a": [1, 2.5, "é"], "b": None}
+    expected = '{"a":[1,2.5,"é"],"b":null}'
+    assert redaction._json_encoder()(value) == expected
+    for accelerator in (None, other_signature, writes_otherwise):
+        monkeypatch.setattr(json.encoder, "c_make_encoder", accelerator)
+        assert redaction._json_encoder()(value) == expected, accelerator
