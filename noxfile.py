@@ -95,6 +95,7 @@ MUTATION_TARGETS: dict[str, tuple[list[str], list[str]]] = {
         [
             "tests/core/test_run_log.py",
             "tests/core/test_run_log_lines.py",
+            "tests/core/test_run_log_write_path.py",
             "tests/core/test_cut_boundaries.py",
             "tests/core/test_redaction.py",
         ],

@@ -7,7 +7,8 @@ model, replies built before the clock starts. Rows:
 - loopkit: ``ChatClientBuilder(FunctionChatClient(...)).use_function_invocation(...)``;
 - loopkit + demo stack: the same with the card runner's middleware below the loop: the run log
   (to a file), a 400,000-token budget and retries (each reply reports 100 input and 10 output
-  tokens, so the budget and the run log count something);
+  tokens, so the budget and the run log count something; the usage is built with the replies,
+  before the clock starts);
 - pydantic-ai: ``Agent(FunctionModel(...))``;
 - agent-framework (+ layers): ``FunctionInvocationLayer`` over a scripted ``BaseChatClient``,
   and the same with its shipped clients' middleware and telemetry layers.
@@ -17,13 +18,24 @@ order, the final text. Each (framework, N) runs once on 10 rounds to warm up, th
 (interleaved with the others) until its timed runs add up to ``BUDGET_S`` seconds, so pydantic-ai
 runs once at 1,000 rounds. Speed is printed, never asserted. Run:
 ``.venv/bin/python -m pytest bench/test_loop_growth.py -s -q``.
+
+With ``LOOPKIT_BENCH_BASELINE_SRC`` naming another source tree (e.g. the one before a change),
+two more rows play the stack's script in child processes, one on that tree and one on this
+tree, their runs interleaved with the others (the same checks), and the ratio of the two is
+printed: a before/after measured side by side under the same load, each in a process that has
+loaded nothing but loopkit (this process holds the peers too, whose heap makes Python's garbage
+collections dearer as the history grows).
 """
 
 from __future__ import annotations
 
 import asyncio
 import gc
+import json
+import os
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -74,16 +86,17 @@ async def run_loopkit(rounds: list[list[Call]], *, stack: bool, log_dir: Path) -
         UsageDetails,
     )
 
-    replies = iter(loopkit_replies(rounds, FINAL_TEXT))
+    built = loopkit_replies(rounds, FINAL_TEXT)
+    if stack:  # usage is part of the reply, built before the clock starts like the rest of it
+        for response in built:
+            response.usage = UsageDetails(input_tokens=100, output_tokens=10)
+    replies = iter(built)
     requests = 0
 
     def reply(messages: Sequence[ChatMessage], options: ChatOptions | None) -> Any:
         nonlocal requests
         requests += 1
-        response = next(replies)
-        if stack:
-            response.usage = UsageDetails(input_tokens=100, output_tokens=10)
-        return response
+        return next(replies)
 
     builder = ChatClientBuilder(FunctionChatClient(reply)).use_function_invocation(
         max_rounds=len(rounds) + 10, include_detailed_errors=True
@@ -136,6 +149,51 @@ async def run_agent_framework(rounds: list[list[Call]], *, full_stack: bool) -> 
     return elapsed, af_results(response.messages), client.requests, response.text
 
 
+class BaselineStack:
+    """The demo stack row on a source tree in a child process (this file with
+    ``--serve-stack``, that tree first on the path), which plays one script each time it is
+    asked."""
+
+    def __init__(self, src: str) -> None:
+        env = {**os.environ, "PYTHONPATH": src}
+        self.process = subprocess.Popen(
+            [sys.executable, __file__, "--serve-stack"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        assert self.process.stdout is not None
+        self.loopkit = self.process.stdout.readline().strip()  # where its loopkit came from
+        assert self.loopkit.startswith(os.path.realpath(src)), self.loopkit
+
+    async def run(self, rounds: list[list[Call]], log_dir: Path) -> Result:
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self.process.stdin.write(f"{len(rounds)} {log_dir}\n")
+        self.process.stdin.flush()
+        elapsed, results, requests, text = json.loads(self.process.stdout.readline())
+        return elapsed, results, requests, text
+
+    def close(self) -> None:
+        if self.process.stdin is not None:
+            self.process.stdin.close()
+        self.process.wait(timeout=30)
+
+
+def serve_stack() -> None:
+    """The child of :class:`BaselineStack`: reads ``rounds log_dir`` lines, answers each with
+    the JSON of one stack run."""
+    import loopkit
+
+    print(os.path.realpath(loopkit.__file__), flush=True)
+    for request in sys.stdin:
+        size, log_dir = request.split(" ", 1)
+        result = asyncio.run(
+            run_loopkit(script(int(size)), stack=True, log_dir=Path(log_dir.strip()))
+        )
+        print(json.dumps(result), flush=True)
+
+
 Runner = Callable[[list[list[Call]], Path], Awaitable[Result]]
 FRAMEWORKS: dict[str, Runner] = {
     "loopkit": lambda r, d: run_loopkit(r, stack=False, log_dir=d),
@@ -146,16 +204,18 @@ FRAMEWORKS: dict[str, Runner] = {
 }
 
 
-async def _measure(log_dir: Path) -> dict[tuple[str, int], list[float]]:
+async def _measure(
+    log_dir: Path, frameworks: dict[str, Runner]
+) -> dict[tuple[str, int], list[float]]:
     times: dict[tuple[str, int], list[float]] = {}
     warm = script(10)
-    for run in FRAMEWORKS.values():
+    for run in frameworks.values():
         await run(warm, log_dir)
     for size in SIZES:
         rounds = script(size)
         expected = expected_results(rounds)
         for rep in range(REPEATS):
-            for name, run in FRAMEWORKS.items():
+            for name, run in frameworks.items():
                 spent = times.setdefault((name, size), [])
                 if rep and sum(spent) >= BUDGET_S:
                     continue
@@ -169,18 +229,27 @@ async def _measure(log_dir: Path) -> dict[tuple[str, int], list[float]]:
     return times
 
 
-def _report(times: dict[tuple[str, int], list[float]]) -> None:
+def _report(times: dict[tuple[str, int], list[float]], names: list[str]) -> None:
     per_round = {key: statistics.median(t) / key[1] * 1000 for key, t in times.items()}
     print("\nLoop overhead as the history grows: ms per round, median (runs)")
-    print(f"  {'framework':<24}" + "".join(f"{n:>14}" for n in SIZES) + f"{'1000/10':>9}")
-    for name in FRAMEWORKS:
+    print(f"  {'framework':<33}" + "".join(f"{n:>14}" for n in SIZES) + f"{'1000/10':>9}")
+    for name in names:
         cells = "".join(f"{per_round[(name, n)]:9.4f} ({len(times[(name, n)])})" for n in SIZES)
         growth = per_round[(name, SIZES[-1])] / per_round[(name, SIZES[0])]
-        print(f"  {name:<24}{cells}{growth:9.2f}")
+        print(f"  {name:<33}{cells}{growth:9.2f}")
     for mine in ("loopkit", "loopkit + demo stack"):
         for peer in ("pydantic-ai", "agent-framework", "agent-framework+layers"):
             ratios = "".join(f"{per_round[(mine, n)] / per_round[(peer, n)]:14.4f}" for n in SIZES)
             print(f"  {mine} / {peer:<24}{ratios}")
+    if BASELINE in names:
+        ratios = "".join(
+            f"{per_round[(OWN_PROCESS, n)] / per_round[(BASELINE, n)]:14.4f}" for n in SIZES
+        )
+        fastest = "".join(
+            f"{min(times[(OWN_PROCESS, n)]) / min(times[(BASELINE, n)]):14.4f}" for n in SIZES
+        )
+        print(f"  {'stack: this tree / baseline, median':<33}{ratios}")
+        print(f"  {'stack: this tree / baseline, fastest':<33}{fastest}")
     stack = [per_round[("loopkit + demo stack", n)] for n in SIZES]
     print(
         "  demo stack, ms a round: "
@@ -189,7 +258,32 @@ def _report(times: dict[tuple[str, int], list[float]]) -> None:
     )
 
 
+STACK = "loopkit + demo stack"
+OWN_PROCESS = "loopkit + demo stack (own process)"
+BASELINE = "loopkit + demo stack (baseline)"
+
+
 def test_loop_growth() -> None:
-    with tempfile.TemporaryDirectory(prefix="loopkit-growth-") as folder:
-        times = asyncio.run(_measure(Path(folder)))
-    _report(times)
+    frameworks = dict(FRAMEWORKS)
+    baseline_src = os.environ.get("LOOPKIT_BENCH_BASELINE_SRC")
+    children: list[BaselineStack] = []
+    if baseline_src:
+        children = [
+            BaselineStack(str(Path(__file__).parents[1] / "src")),
+            BaselineStack(baseline_src),
+        ]
+        frameworks[OWN_PROCESS] = children[0].run
+        frameworks[BASELINE] = children[1].run
+    try:
+        with tempfile.TemporaryDirectory(prefix="loopkit-growth-") as folder:
+            times = asyncio.run(_measure(Path(folder), frameworks))
+    finally:
+        for child in children:
+            child.close()
+    for child in children:
+        print(f"\nchild process on {child.loopkit}")
+    _report(times, list(frameworks))
+
+
+if __name__ == "__main__" and sys.argv[1:] == ["--serve-stack"]:
+    serve_stack()

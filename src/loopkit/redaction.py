@@ -33,19 +33,21 @@ were never candidates: they flag commit ids and hashes.
 
 Speed: the run log redacts every line on the hot path. A text is first checked for the literal
 anchors every shape needs (``sk-``, ``AKIA``, ``eyJ``, ``://``, ``bearer``, …; plain substring
-searches in C); only a text holding one goes through the one combined regular expression.
+searches in C); only a text holding one goes through the one combined regular expression. The
+patterns compile on first use, not at import.
 Environment values are re-read cheaply: ``os.environ``'s own mapping is compared by key set and
 value identity, and scanned in full only when it changed.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
 import re
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TextIO
 
@@ -90,11 +92,17 @@ class _Shape:
     """
 
     name: str
-    regex: re.Pattern[str]
+    pattern: str
     anchors: tuple[str, ...] = ()  # one must occur in the text (case-sensitive) ...
     anchors_any_case: tuple[str, ...] = ()  # ... or one of these in the lower-cased text
     # not when the match continues a word made of these characters (``task-sk-...``)
     word_chars: frozenset[str] = frozenset()
+
+    @functools.cached_property
+    def regex(self) -> re.Pattern[str]:
+        """The compiled pattern, compiled on first use (compiling every shape at import cost
+        the import of every program that redacts anything several milliseconds)."""
+        return re.compile(self.pattern)
 
     def replace(self, match: re.Match[str]) -> str:
         """What a match becomes: its ``keep`` group (if any) and ``[redacted]``, or itself when
@@ -110,7 +118,7 @@ class _Shape:
 def _shape(name: str, pattern: str, *anchors: str, any_case: tuple[str, ...] = (),
            word_start: bool = False, word_chars: str = "") -> _Shape:  # fmt: skip
     chars = frozenset(word_chars) if word_chars else _IDENTIFIER_CHARS if word_start else None
-    return _Shape(name, re.compile(pattern), anchors, any_case, chars or frozenset())
+    return _Shape(name, pattern, anchors, any_case, chars or frozenset())
 
 
 #: The ``...token`` words of ``credential_assignment``: its anchors (each match holds one).
@@ -246,23 +254,40 @@ def _prefilters(anchors: Iterable[str]) -> tuple[re.Pattern[str], ...]:
     )
 
 
-_PREFILTERS = _prefilters(a for shape in _SHAPES for a in shape.anchors)
-_PREFILTERS_ANY_CASE = _prefilters(a for shape in _SHAPES for a in shape.anchors_any_case)
-
-
 _ANCHORS = tuple(dict.fromkeys(a for shape in _SHAPES for a in shape.anchors))
 _ANCHORS_ANY_CASE = tuple(dict.fromkeys(a for shape in _SHAPES for a in shape.anchors_any_case))
 _SHORT = 128  # below this many characters, substring searches beat regex calls
-# Every anchor lower-cased, one regex per first character, searched in the lower-cased text: a
-# superset of the anchors (13 searches instead of 19, no case to respect), confirmed by the
-# exact check only when it finds something. Almost every text is clean, so this is the cost.
-_PREFILTERS_LOWER = _prefilters([*(a.lower() for a in _ANCHORS), *_ANCHORS_ANY_CASE])
+
+
+class _Prefilters:
+    """The pre-check's regexes, each compiled on first use (not at import)."""
+
+    @functools.cached_property
+    def exact(self) -> tuple[re.Pattern[str], ...]:
+        """The case-sensitive anchors."""
+        return _prefilters(_ANCHORS)
+
+    @functools.cached_property
+    def any_case(self) -> tuple[re.Pattern[str], ...]:
+        """The anchors searched in the lower-cased text."""
+        return _prefilters(_ANCHORS_ANY_CASE)
+
+    @functools.cached_property
+    def lower(self) -> tuple[re.Pattern[str], ...]:
+        """Every anchor lower-cased, one regex per first character, searched in the
+        lower-cased text: a superset of the anchors (13 searches instead of 19, no case to
+        respect), confirmed by the exact check only when it finds something. Almost every
+        text is clean, so this is the cost."""
+        return _prefilters([*(a.lower() for a in _ANCHORS), *_ANCHORS_ANY_CASE])
+
+
+_PREFILTERS = _Prefilters()
 
 
 def might_hold_a_shape(text: str) -> bool:
     """Whether ``text`` contains an anchor of some secret shape (a fast pre-check)."""
     lower = text.lower()
-    for prefilter in _PREFILTERS_LOWER:
+    for prefilter in _PREFILTERS.lower:
         if prefilter.search(lower):
             return _holds_an_anchor(text, lower)
     return False
@@ -275,10 +300,10 @@ def _holds_an_anchor(text: str, lower: str) -> bool:
             if anchor in text:
                 return True
         return any(anchor in lower for anchor in _ANCHORS_ANY_CASE)
-    for prefilter in _PREFILTERS:
+    for prefilter in _PREFILTERS.exact:
         if prefilter.search(text):
             return True
-    return any(prefilter.search(lower) for prefilter in _PREFILTERS_ANY_CASE)
+    return any(prefilter.search(lower) for prefilter in _PREFILTERS.any_case)
 
 
 def redact_shapes(text: str) -> str:
@@ -333,6 +358,8 @@ class Redactor:
         self._env_keys: tuple[Any, ...] | None = None
         self._env_raw: tuple[tuple[Any, Any], ...] = ()
         self._forms: tuple[str, ...] = self._forms_of(())
+        # short texts found free of secret shapes (a pure property of the text): tool names
+        self._shape_free_texts: set[str] = set()
 
     # -- the values --------------------------------------------------------------------------
     def _forms_of(self, env_values: Iterable[str]) -> tuple[str, ...]:
@@ -364,7 +391,7 @@ class Redactor:
             else:
                 return self._forms
         with self._lock:
-            raw = tuple((k, v) for k, v in data.items() if is_secret_name(_text(k)))
+            raw = tuple((k, v) for k, v in data.items() if _is_secret_key(k))
             self._forms = self._forms_of(_text(v) for _, v in raw)
             self._env_raw = raw
             self._env_keys = tuple(data)
@@ -402,7 +429,34 @@ class Redactor:
         every secret value (raw and escaped); only a text holding one is redacted string by
         string (before escaping) and then once more as a whole (escaped values).
         """
+        return self._to_json(value, self._value_forms())
+
+    def json_line(
+        self, head: str, value: Any, texts: Sequence[str] | None = None, end: str = "}"
+    ) -> str:
+        """``head + to_json(value) + end``: a JSON object whose last field is ``value``
+        (``end`` closes it, e.g. ``"}\n"`` for a line of a file).
+
+        ``head`` is the object's text up to that field's value, already JSON (e.g.
+        ``{"type":"round","data":``), made by the caller from its own names: the secret
+        *values* in it are replaced, but it is not searched for secret shapes (check what you
+        did not write yourself with :func:`might_hold_a_shape`). One look at the environment
+        for the whole line (the run log writes its lines with it).
+
+        ``texts``, when given, are all the strings in ``value`` that could hold a secret shape
+        (the caller vouches that the rest are its own key names, numbers, booleans): only they
+        are searched for shapes, not the whole JSON (a shape never spans two strings: the
+        careful path redacts string by string). Short ones found clean are remembered. Secret
+        values are still searched in the whole line.
+        """
         forms = self._value_forms()
+        if forms and _holds_a_form(head, forms):
+            head = _replace_forms(head, forms)
+        return head + self._to_json(value, forms, texts) + end
+
+    def _to_json(
+        self, value: Any, forms: tuple[str, ...], texts: Sequence[str] | None = None
+    ) -> str:
         try:
             line = _encode(value)
             if not line.isascii():
@@ -410,11 +464,27 @@ class Redactor:
         except (TypeError, ValueError, RecursionError):
             line = None
         if line is not None and not (
-            (self.shapes and might_hold_a_shape(line)) or any(f in line for f in forms)
+            (
+                self.shapes
+                and (might_hold_a_shape(line) if texts is None else not self._shape_free(texts))
+            )
+            or (forms and _holds_a_form(line, forms))
         ):
             return line
         data = self._walk(value, 64, forms)
         return _replace_forms(_encode(data), forms)
+
+    def _shape_free(self, texts: Sequence[str]) -> bool:
+        """Whether no text holds the anchor of a secret shape (one search for them all)."""
+        known = self._shape_free_texts
+        unknown = [text for text in texts if text not in known]
+        # joined by a line break, which no anchor holds: no anchor spans two texts
+        if not unknown or not might_hold_a_shape("\n".join(unknown)):
+            if len(known) > 1024:
+                known.clear()
+            known.update(text for text in unknown if len(text) <= 64)
+            return True
+        return False
 
     def _walk(self, value: Any, depth: int, forms: tuple[str, ...]) -> Any:
         if isinstance(value, str):
@@ -445,9 +515,48 @@ class Redactor:
         return self._redact(_valid_text(text), forms)
 
 
-#: Compact JSON, UTF-8 kept, no NaN: one encoder for every line (``json.dumps`` with options
-#: builds a new one per call).
-_encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
+def _refuse(value: Any) -> Any:
+    raise TypeError(f"{type(value).__name__} is not JSON")
+
+
+def _json_encoder() -> Callable[[Any], str]:
+    """Compact JSON, UTF-8 kept, no NaN: one encoder made once for every line.
+
+    ``json.dumps`` with options builds a new encoder per call, and so does
+    ``JSONEncoder.encode`` (its C encoder, each time). This keeps the C encoder and calls it
+    directly (``json.encoder.c_make_encoder``, the accelerator ``JSONEncoder`` itself uses; a
+    Python without it, or whose accelerator takes other arguments or writes otherwise, gets
+    ``JSONEncoder.encode``). No ``markers``: a cycle ends in ``RecursionError``, which
+    :meth:`Redactor.to_json` catches like ``json``'s own "Circular reference" ``ValueError``,
+    and takes the careful path.
+    """
+    plain = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
+    make = getattr(json.encoder, "c_make_encoder", None)
+    quote = getattr(json.encoder, "c_encode_basestring", None)
+    if make is None or quote is None:
+        return plain
+    try:
+        encoder = make(None, _refuse, quote, None, ":", ",", False, False, False)
+    except TypeError:  # another signature (a later Python): the public way
+        return plain
+    join = "".join
+
+    def encode(value: Any) -> str:
+        return join(encoder(value, 0))
+
+    sample = {"a": [1, 2.5, True, None], "é\n": '"x"', "7": {}}
+    return encode if encode(sample) == plain(sample) else plain
+
+
+_encode = _json_encoder()
+
+
+def _holds_a_form(text: str, forms: tuple[str, ...]) -> bool:
+    # a loop, not any(...): the generator cost more than the search on every run-log line
+    for form in forms:  # noqa: SIM110
+        if form in text:
+            return True
+    return False
 
 
 def _replace_forms(text: str, forms: tuple[str, ...]) -> str:
@@ -455,6 +564,21 @@ def _replace_forms(text: str, forms: tuple[str, ...]) -> str:
         if form in text:
             text = text.replace(form, REDACTED)
     return text
+
+
+#: ``is_secret_name`` of each raw ``os.environ`` key seen: a memo of a pure function, shared by
+#: every redactor (a run log's is new with each log, and deciding some 40 names costs it about
+#: 0.1 ms at its first line).
+_SECRET_KEYS: dict[Any, bool] = {}
+
+
+def _is_secret_key(key: Any) -> bool:
+    secret = _SECRET_KEYS.get(key)
+    if secret is None:
+        if len(_SECRET_KEYS) >= 4096:  # environments that keep inventing names: start again
+            _SECRET_KEYS.clear()
+        secret = _SECRET_KEYS[key] = is_secret_name(_text(key))
+    return secret
 
 
 def _text(value: Any) -> str:

@@ -7,6 +7,7 @@ import json
 import math
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -340,9 +341,11 @@ def test_an_unchanged_environment_is_not_scanned_again(monkeypatch: pytest.Monke
     monkeypatch.setattr(redaction, "is_secret_name", counted)
     assert redactor.redact("rotating-token-one") == REDACTED
     assert names == []
-    monkeypatch.setenv("ANOTHER_TOKEN", "another-token-two")
+    # a name no other test used: which names look secret is remembered across redactors
+    name = f"ANOTHER_TOKEN_{os.getpid()}_{id(names)}"
+    monkeypatch.setenv(name, "another-token-two")
     assert redactor.redact("another-token-two") == REDACTED
-    assert "ANOTHER_TOKEN" in names
+    assert name in names
 
 
 def test_keys_are_spelled_as_json_spells_them_on_both_paths() -> None:
@@ -353,3 +356,47 @@ def test_keys_are_spelled_as_json_spells_them_on_both_paths() -> None:
     assert r.to_json(keys) == fast + "}"
     assert r.to_json({**keys, "x": math.nan}) == fast + ',"x":"nan"}'
     assert r.redact_data({True: 1, None: 2}) == {"true": 1, "null": 2}
+
+
+def test_each_redactor_reads_the_environment_as_it_is_at_its_first_text(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Redactors share what they learnt about the names (a pure function), not the values."""
+    monkeypatch.setenv("LOOPKIT_TEST_TOKEN", "first-value-123")
+    assert Redactor().redact("first-value-123") == REDACTED
+    monkeypatch.setenv("LOOPKIT_TEST_TOKEN", "second-value-456")
+    monkeypatch.setenv("LOOPKIT_TEST_PLAIN", "second-value-789")
+    text = "second-value-456 first-value-123 second-value-789"
+    assert Redactor().redact(text) == f"{REDACTED} first-value-123 second-value-789"
+
+
+def test_the_kept_json_encoder_is_jsons_own_where_the_accelerator_is_missing_or_differs(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``json.encoder.c_make_encoder`` is the accelerator behind ``JSONEncoder``; a Python
+    without it, with another signature or writing otherwise gets ``JSONEncoder.encode``. The
+    stand-ins below differ only for the redactor's call (no ``markers``): ``JSONEncoder``'s own
+    call (with a markers dict) still reaches the real accelerator."""
+    import json.encoder
+
+    from loopkit import redaction
+
+    real = getattr(json.encoder, "c_make_encoder", None)  # not in the typeshed stubs
+    assert real is not None
+
+    def other_signature(markers: Any, *args: Any) -> Any:
+        if markers is None:
+            raise TypeError("c_make_encoder() takes 10 arguments")
+        return real(markers, *args)
+
+    def writes_otherwise(markers: Any, *args: Any) -> Any:
+        if markers is None:
+            return lambda value, level: ("written otherwise",)
+        return real(markers, *args)
+
+    value = {"a": [1, 2.5, "é"], "b": None}
+    expected = '{"a":[1,2.5,"é"],"b":null}'
+    assert redaction._json_encoder()(value) == expected
+    for accelerator in (None, other_signature, writes_otherwise):
+        monkeypatch.setattr(json.encoder, "c_make_encoder", accelerator)
+        assert redaction._json_encoder()(value) == expected, accelerator

@@ -10,6 +10,7 @@ durable run it is a plain run log.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from loopkit.durable.run import current_durable_run
@@ -26,8 +27,14 @@ class DurableRunLog(RunLog):
     """A :class:`~loopkit.middleware.run_log.RunLog` that skips the lines of replayed
     checkpoints (see the module docstring)."""
 
-    def _write(self, run: RunContext | None, event_type: str, data: dict[str, Any]) -> None:
+    def _write(
+        self,
+        run: RunContext | None,
+        event_type: str,
+        data: dict[str, Any],
+        texts: Sequence[str] | None = None,
+    ) -> None:
         durable = current_durable_run()
         if durable is not None and durable.replaying and event_type not in _ALWAYS:
             return
-        super()._write(run, event_type, data)
+        super()._write(run, event_type, data, texts)

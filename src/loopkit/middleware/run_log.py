@@ -19,9 +19,12 @@ secret-looking environment variables as they are when the line is written). Odd 
 the log: lone surrogates (undecodable file names), bytes, objects whose ``str()`` raises, NaN and
 cycles are spelled out and the line stays valid JSON in UTF-8.
 
-A line is rendered straight to JSON by the redactor and written with one ``write`` and a flush:
-no logging framework in between (structlog's processor chain cost more than the rest of a line,
-and importing it pulled in rich).
+A line is rendered straight to JSON by the redactor: no logging framework in between
+(structlog's processor chain cost more than the rest of a line, and importing it pulled in rich).
+Its start (type and run ids) is rendered once per run and type, its data at each line (the
+round line searches only its text and call names for secret shapes: the rest are the log's own
+keys and numbers). A file the log opened is written unbuffered, one ``write`` per line; a stream
+it was given gets a ``write`` and a ``flush``.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any, BinaryIO, TextIO
 
 from loopkit.middleware.delegating import DelegatingChatClient
 from loopkit.redaction import Redactor
@@ -80,38 +83,64 @@ def _ascii_line(line: str) -> str:
 
 
 class _LineWriter:
-    """Writes one line and flushes, under a lock (threads may share a log)."""
+    """Writes one line to a text stream and flushes, under a lock (threads may share a log)."""
 
     def __init__(self, stream: TextIO) -> None:
         self._stream = stream
         self._lock = threading.Lock()
 
     def write(self, line: str) -> None:
+        """Write ``line`` (which ends with its line break) and flush."""
         with self._lock:
             try:
-                self._stream.write(line + "\n")
+                self._stream.write(line)
             except UnicodeEncodeError:  # a stream that cannot take non-ASCII: escape it
                 self._stream.write(_ascii_line(line) + "\n")
             self._stream.flush()
 
 
+class _FileLineWriter:
+    """Writes one line to a file the log opened: unbuffered, so one ``write`` call hands the
+    whole line to the operating system (what a text stream's write and flush did, without its
+    buffer in between)."""
+
+    def __init__(self, file: BinaryIO) -> None:
+        self._file = file
+        self._lock = threading.Lock()
+
+    def write(self, line: str) -> None:
+        """Write ``line`` (which ends with its line break) whole."""
+        data = line.encode("utf-8")  # lines are valid UTF-8 (the redactor sees to it)
+        with self._lock:
+            written = self._file.write(data)
+            if written < len(data):  # a short write (a full disk, a signal): the rest follows
+                view = memoryview(data)
+                while written < len(data):
+                    written += self._file.write(view[written:])
+
+
 class _Clock:
     """Local wall-clock time as ``YYYY-MM-DDTHH:MM:SS.mmm`` (what ``datetime.isoformat`` gives
-    with ``timespec="milliseconds"``), the date and time part made once a second."""
+    with ``timespec="milliseconds"``): the date and time part made once a second, the whole
+    once a millisecond (a round's lines mostly share one)."""
 
-    __slots__ = ("_prefix", "_second")
+    __slots__ = ("_milli", "_prefix", "_second", "_text")
 
     def __init__(self) -> None:
-        self._second = -1
-        self._prefix = ""
+        self._milli = self._second = -1
+        self._prefix = self._text = ""
 
     def now(self) -> str:
-        now = _wall_time()
-        second = int(now)
+        milli = int(_wall_time() * 1000)
+        if milli == self._milli:
+            return self._text
+        second, part = divmod(milli, 1000)
         if second != self._second:
             self._prefix = _strftime("%Y-%m-%dT%H:%M:%S", _localtime(second))
             self._second = second
-        return f"{self._prefix}.{int((now - second) * 1000):03d}"
+        self._text = text = f"{self._prefix}.{part:03d}"
+        self._milli = milli
+        return text
 
 
 @dataclass(slots=True)
@@ -181,16 +210,22 @@ class RunLog:
         if isinstance(target, str | Path):
             self.path: Path | None = Path(target)
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._stream: TextIO = self.path.open("a", encoding="utf-8")
+            # unbuffered bytes: every line is written whole, as it comes (UTF-8 whatever the
+            # locale)
+            file = self.path.open("ab", buffering=0)
+            self._stream: TextIO | BinaryIO = file
+            self._writer: _LineWriter | _FileLineWriter = _FileLineWriter(file)
             self._owns_stream = True
         else:
             self.path = None
             self._stream = target
+            self._writer = _LineWriter(target)
             self._owns_stream = False
         self.max_text_chars = max_text_chars
         self.redactor = redactor or Redactor(environ=environ)
-        self._writer = _LineWriter(self._stream)
         self._clock = _Clock()
+        # The start of each line of a run and type, up to its data: (type, run id) -> JSON text
+        self._heads: dict[tuple[str, str | None], str] = {}
         self._subscribers: list[Callable[[dict[str, Any]], None]] = []
         #: True once a ``start`` line was written (by any run, or by the caller outside a run).
         self.started = False
@@ -218,20 +253,47 @@ class RunLog:
         """Write one event line now (in the current run, if any)."""
         self._write(current_run(), event_type, data)
 
-    def _write(self, run: RunContext | None, event_type: str, data: dict[str, Any]) -> None:
+    def _write(
+        self,
+        run: RunContext | None,
+        event_type: str,
+        data: dict[str, Any],
+        texts: Sequence[str] | None = None,
+    ) -> None:
+        """One line; ``texts``: see :meth:`Redactor.json_line`."""
         if self._stream.closed:
             return
-        line: dict[str, Any] = {"time": self._clock.now(), "type": event_type}
+        head = self._heads.get((event_type, None if run is None else run.run_id))
+        if head is None:
+            head = self._head(run, event_type)
+        line = self.redactor.json_line(f'{{"time":"{self._clock.now()}",{head}', data, texts, "}\n")
+        self._writer.write(line)
+        if self._subscribers:  # subscribers get type, the run ids and the data
+            for callback in self._subscribers:
+                callback(self._envelope(run, event_type, data))
+
+    @staticmethod
+    def _envelope(run: RunContext | None, event_type: str, data: dict[str, Any]) -> dict[str, Any]:
+        """A line without its time: type, the run ids (in a run) and the data."""
+        line: dict[str, Any] = {"type": event_type}
         if run is not None:
             line["run_id"] = run.run_id
             if run.parent is not None:
                 line["parent_run_id"] = run.parent.run_id
         line["data"] = data
-        self._writer.write(self.redactor.to_json(line))
-        if self._subscribers:
-            del line["time"]  # subscribers get type, the run ids and the data
-            for callback in self._subscribers:
-                callback(dict(line))
+        return line
+
+    def _head(self, run: RunContext | None, event_type: str) -> str:
+        """The JSON of a line's type and run ids, up to ``"data":`` (made once per run and
+        type). Redacted as it is made; :meth:`Redactor.json_line` replaces in it, at every
+        line, the secret values the environment holds then."""
+        fields = self._envelope(run, event_type, {})
+        del fields["data"]
+        head = self.redactor.to_json(fields)[1:-1] + ',"data":'
+        if len(self._heads) >= 4096:  # a long-lived log of many runs: forget the old ones
+            self._heads.clear()
+        self._heads[(event_type, None if run is None else run.run_id)] = head
+        return head
 
     def _cut(self, text: str) -> str:
         if self.max_text_chars is not None and len(text) > self.max_text_chars:
@@ -267,6 +329,8 @@ class RunLog:
 
     def _round(self, run: RunContext | None, response: ChatResponse, ms: float) -> None:
         usage: UsageDetails | _Tokens = response.usage or _NO_USAGE
+        calls, text = _calls_and_text(response)
+        text = self._cut(text)
         self.rounds += 1
         self._tokens.add(usage)
         number = self.rounds
@@ -285,9 +349,11 @@ class RunLog:
                 "output_tokens": usage.output_tokens,
                 "cached_input_tokens": usage.cached_input_tokens,
                 "cache_creation_input_tokens": usage.cache_creation_input_tokens,
-                "calls": [c.name for c in response.function_calls],
-                "text": self._cut(response.text),
+                "calls": calls,
+                "text": text,
             },
+            # the only text of the line: the rest are our keys and numbers (added up above)
+            [text, *calls],
         )
 
     def tool(self, invocation: ToolInvocation) -> None:
@@ -475,6 +541,44 @@ class RunLogChatClient(DelegatingChatClient):
         self.log._round(
             run, response_from_updates(updates), (time.perf_counter() - started) * 1000.0
         )
+
+
+_CONTENT_TYPES: tuple[Any, Any, Any] | None = None
+
+
+def _content_types() -> tuple[Any, Any, Any]:
+    """The content classes and the assistant role, imported on first use (naming ``RunLog``
+    loads no pydantic model) and kept: a round's line reads them every time."""
+    global _CONTENT_TYPES
+    if _CONTENT_TYPES is None:
+        from loopkit.abstractions.content import ChatRole, FunctionCallContent, TextContent
+
+        _CONTENT_TYPES = (FunctionCallContent, TextContent, ChatRole.ASSISTANT)
+    return _CONTENT_TYPES
+
+
+def _calls_and_text(response: ChatResponse) -> tuple[list[str], str]:
+    """The names of ``response.function_calls`` and ``response.text`` (the text of the last
+    assistant message that has some), in one pass over the contents: the two properties walk
+    them twice and cost a round's line more than its encoding."""
+    call_type, text_type, assistant = _content_types()
+    calls: list[str] = []
+    text = ""
+    for message in response.messages:
+        pieces: list[str] | None = None
+        for content in message.contents:
+            if isinstance(content, call_type):
+                calls.append(content.name)
+            elif isinstance(content, text_type):
+                if pieces is None:
+                    pieces = [content.text]
+                else:
+                    pieces.append(content.text)
+        if pieces is not None and message.role == assistant:
+            joined = "".join(pieces)
+            if joined:
+                text = joined
+    return calls, text
 
 
 def _model_name(client: object) -> str | None:
