@@ -7,6 +7,9 @@ way: one line naming the input and what was expected, exit status 2, nothing sta
 from __future__ import annotations
 
 import argparse
+import contextlib
+import gc
+import sys
 from typing import NoReturn
 
 __all__ = [
@@ -15,6 +18,7 @@ __all__ = [
     "EXIT_INTERRUPTED",
     "EXIT_OK",
     "OneLineParser",
+    "exit_without_final_collection",
     "positive_int",
 ]
 
@@ -40,3 +44,15 @@ def positive_int(value: str) -> int:
     if number < 1:
         raise argparse.ArgumentTypeError(f"{value!r}: expected a whole number of at least 1")
     return number
+
+
+def exit_without_final_collection(status: int) -> NoReturn:
+    """Flush the standard streams and exit with ``status``, sparing the interpreter its last
+    garbage collection over every object left (pydantic's, the MCP SDK's and rich's classes:
+    0.3 to 0.6 s here). The objects are still freed with their modules; only cycles are left
+    to the operating system."""
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    gc.freeze()
+    sys.exit(status)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import gc
 import math
 import os
 import shlex
@@ -195,20 +194,14 @@ def finish(code: int) -> NoReturn:
     """Exit with ``code``. After an interrupt the clean-up has run; exit at once then, since a
     worker thread may still block on a read that never ends (the stdio transport reading
     stdin) and would keep the interpreter from exiting."""
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(Exception):
-            stream.flush()
     if code == EXIT_INTERRUPTED:
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):
+                stream.flush()
         os._exit(code)
-    exit_without_final_collection()
-    sys.exit(code)
+    from loopkit.command_line import exit_without_final_collection
 
-
-def exit_without_final_collection() -> None:
-    """Before the interpreter exits: spare it the garbage collection over every object left
-    (the MCP SDK's and pydantic's hundreds of model classes make that 0.3 to 0.6 s here). The
-    objects are still freed with their modules; only cycles are left to the operating system."""
-    gc.freeze()
+    exit_without_final_collection(code)
 
 
 STOP_SIGNALS: tuple[signal.Signals, ...] = (

@@ -31,7 +31,13 @@ if TYPE_CHECKING:
     from loopkit.cards import Card, RunnerConfig
     from loopkit.cards.roles import Role
 
-from loopkit.command_line import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED, OneLineParser
+from loopkit.command_line import (
+    EXIT_BAD_INPUT,
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    OneLineParser,
+    exit_without_final_collection,
+)
 from loopkit.command_line import EXIT_OK as EXIT_DONE
 
 _EPILOG = """\
@@ -328,18 +334,5 @@ def _resume(argv: list[str], config: RunnerConfig, which: str | None, console: C
     return asyncio.run(_run_until_interrupted(config, None, console, resume=which))
 
 
-def _exit(status: int) -> None:
-    """Exit with ``status``, sparing the interpreter its last garbage collection over every
-    object left (pydantic's, the MCP SDK's and rich's classes: 0.3 to 0.6 s here). The objects
-    are still freed with their modules; only cycles are left to the operating system."""
-    import gc
-
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(Exception):
-            stream.flush()
-    gc.freeze()
-    sys.exit(status)
-
-
 if __name__ == "__main__":
-    _exit(main())
+    exit_without_final_collection(main())
