@@ -34,7 +34,7 @@ import threading
 import time
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BaseModel, Field
 
@@ -54,16 +54,6 @@ __all__ = ["FINDING_KINDS", "TESTER_TOOL_NAMES", "TesterConfig", "TesterTools"]
 
 #: The kinds an agent may file: the oracles' verdicts (so a crash the agent sees and a crash a
 #: script sees share a fingerprint), plus ``defect`` (wrong behaviour) and ``missing_id``.
-FINDING_KINDS = (
-    "crash_dialog",
-    "process_ended",
-    "not_responding",
-    "new_window",
-    "error_label",
-    "app_log_error",
-    "defect",
-    "missing_id",
-)
 FindingKind = Literal[
     "crash_dialog",
     "process_ended",
@@ -74,6 +64,7 @@ FindingKind = Literal[
     "defect",
     "missing_id",
 ]
+FINDING_KINDS: tuple[str, ...] = get_args(FindingKind)
 #: The names of the tools, in the order they are offered.
 TESTER_TOOL_NAMES = (
     "record_step",
