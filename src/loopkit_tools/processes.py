@@ -139,18 +139,14 @@ class _GroupGuard:
         return self._fd is not None and self._proc is not None and self._proc.poll() is None
 
     def _send(self, line: str) -> None:
-        for attempt in (1, 2):
-            if not self._running():
-                self._start()  # it is told every watched group, the one of ``line`` included
-                return
+        if self._running():
             assert self._fd is not None
             try:
                 os.write(self._fd, line.encode())
                 return
             except OSError:  # the guard died (killed from outside): start another
                 self._close()
-                if attempt == 2:
-                    raise
+        self._start()  # it is told every watched group, the one of ``line`` included
 
     def _start(self) -> None:
         self._close()
