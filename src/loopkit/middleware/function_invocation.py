@@ -228,7 +228,6 @@ class FunctionInvokingChatClient(DelegatingChatClient):
     async def _respond(
         self, run: RunContext, messages: Sequence[ChatMessage], options: ChatOptions | None
     ) -> ChatResponse:
-        from loopkit.abstractions.content import ChatMessage, ChatRole, FunctionResultContent
 
         opts = self.options
         inner = self.inner
@@ -267,11 +266,7 @@ class FunctionInvokingChatClient(DelegatingChatClient):
             run.tool_calls += len(calls)
             results = await self._invoke_all(calls, tools, run.rounds)
             error_rounds = self._count_errors(calls, results, error_rounds, run.rounds)
-            answers: list[Content] = [
-                FunctionResultContent(call_id=c.call_id, result=text, error=error)
-                for c, (text, error, _) in zip(calls, results, strict=True)
-            ]
-            tool_message = ChatMessage(role=ChatRole.TOOL, contents=answers)
+            tool_message = _tool_message(calls, results)
             conversation.append(tool_message)
             added.append(tool_message)
             await run.messages_added([*new, tool_message])
@@ -475,10 +470,8 @@ class FunctionInvokingChatClient(DelegatingChatClient):
     ) -> AsyncIterator[ChatResponseUpdate]:
         from loopkit.abstractions.chat import ChatResponseUpdate, ToolMode, response_from_updates
         from loopkit.abstractions.content import (
-            ChatMessage,
             ChatRole,
             FunctionCallContent,
-            FunctionResultContent,
         )
 
         opts = self.options
@@ -524,17 +517,26 @@ class FunctionInvokingChatClient(DelegatingChatClient):
             run.tool_calls += len(calls)
             results = await self._invoke_all(calls, tools, round_no)
             error_rounds = self._count_errors(calls, results, error_rounds, round_no)
-            contents: list[Content] = [
-                FunctionResultContent(call_id=c.call_id, result=text, error=error)
-                for c, (text, error, _) in zip(calls, results, strict=True)
-            ]
-            tool_message = ChatMessage(role=ChatRole.TOOL, contents=contents)
+            tool_message = _tool_message(calls, results)
             conversation.append(tool_message)
             # Stored before it is handed over: a consumer that stops here leaves whole steps.
             await run.messages_added([*new, tool_message])
             yield ChatResponseUpdate(
-                role=ChatRole.TOOL, contents=list(contents), message_id=f"{message_id}-tool"
+                role=ChatRole.TOOL,
+                contents=list(tool_message.contents),
+                message_id=f"{message_id}-tool",
             )
+
+
+def _tool_message(calls: list[FunctionCallContent], results: list[_Outcome]) -> ChatMessage:
+    """The tool message that answers ``calls``: one result per call, in order."""
+    from loopkit.abstractions.content import ChatMessage, ChatRole, FunctionResultContent
+
+    answers: list[Content] = [
+        FunctionResultContent(call_id=c.call_id, result=text, error=error)
+        for c, (text, error, _) in zip(calls, results, strict=True)
+    ]
+    return ChatMessage(role=ChatRole.TOOL, contents=answers)
 
 
 def _is_async_callable(fn: object) -> bool:
