@@ -381,14 +381,11 @@ class MCPClient:
 
     async def _spawn(self, target: _StdioTarget) -> asyncio.subprocess.Process:
         """Start the stdio server as the SDK would (its default environment under ours)."""
-        env = target.env
-        if target.inherit_env or target.env_passthrough:
-            env = child_environment(target.env_passthrough, extra=env, allowlist=target.inherit_env)
         assert self._stderr is not None
         return await spawn_stdio_server(
             target.command,
             list(target.args),
-            env=sdk_default_environment() | (env or {}),
+            env=sdk_default_environment() | (_server_env(target) or {}),
             cwd=target.cwd,
             errlog=self._stderr.file,
         )
@@ -397,17 +394,10 @@ class MCPClient:
         if isinstance(self._target, _StdioTarget):  # Windows: the SDK's own (a Job Object)
             from mcp.client.stdio import StdioServerParameters, stdio_client
 
-            target = self._target
-            env = target.env
-            if target.inherit_env or target.env_passthrough:
-                # Without inherit_env the SDK adds its own safe variables to these.
-                env = child_environment(
-                    target.env_passthrough, extra=env, allowlist=target.inherit_env
-                )
             params = StdioServerParameters(
                 command=self._target.command,
                 args=list(self._target.args),
-                env=env,
+                env=_server_env(self._target),  # the SDK adds its own safe variables to these
                 cwd=self._target.cwd,
             )
             assert self._stderr is not None
@@ -582,6 +572,16 @@ def _client_info() -> Implementation:
     except PackageNotFoundError:  # running from a source tree
         v = "0"
     return Implementation(name="loopkit", version=v)
+
+
+def _server_env(target: _StdioTarget) -> dict[str, str] | None:
+    """The variables a stdio server gets on top of the SDK's defaults: the configured ones, or,
+    with ``inherit_env`` or ``env_passthrough``, the allowlisted environment with them."""
+    if target.inherit_env or target.env_passthrough:
+        return child_environment(
+            target.env_passthrough, extra=target.env, allowlist=target.inherit_env
+        )
+    return target.env
 
 
 @asynccontextmanager
