@@ -2,7 +2,8 @@
 
 Reads ``{"open": <Python expression>, "ops": [[op, *args], ...], "pause_in_commit_of": k}``
 from the JSON file named by its argument. With ``"go_file": path`` it prints ``ready`` once connected and starts when the file exists
-(several writers start together). Ops: ``["add", [message, ...]]``, ``["pop"]``, ``["get", limit]``,
+(several writers start together); ``"gap_s": s`` waits that long between ops (so writers that
+start a few milliseconds apart still overlap on a busy machine). Ops: ``["add", [message, ...]]``, ``["pop"]``, ``["get", limit]``,
 ``["set_metadata", {...}]``, ``["get_metadata"]``. Prints ``{"done": i}`` after op ``i`` and
 ``{"results": [...]}`` at the end.
 
@@ -89,6 +90,8 @@ async def main(program: dict[str, Any]) -> None:
         else:
             raise SystemExit(f"unknown op {op!r}")
         print(json.dumps({"done": index}), flush=True)
+        if program.get("gap_s"):
+            await asyncio.sleep(program["gap_s"])
     await session.close()
     print(json.dumps({"results": results}), flush=True)
 

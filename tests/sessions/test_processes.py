@@ -115,6 +115,9 @@ async def test_writers_in_several_processes_keep_whole_batches(
                 "open": persistent_store.open_source("s"),
                 "ops": [["add", dump(step(f"p{w}-{n}"))] for n in range(batches)],
                 "go_file": str(go),
+                # 40 batches spread over about 200 ms: writers a scheduler slice apart still
+                # overlap (without it, one once wrote all 40 before the next one woke up)
+                "gap_s": 0.005,
             }
         )
         for w in range(writers)
