@@ -7,6 +7,7 @@
 #   scripts/setup.sh --tests   also what only the tests need (PostgreSQL, for SQLAlchemySession;
 #                              ffmpeg, for the UI server's video recording; the MCP TypeScript
 #                              SDK from npm, the outside client of tests/ui/outside_client;
+#                              the AG-UI client and MCP Inspector CLI of tests/interop/clients;
 #                              chromium, the board's browser tests)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -72,6 +73,15 @@ if ((TESTS)); then
     say "installing the MCP TypeScript SDK into $OUTSIDE_CLIENT (npm ci)"
     npm ci --prefix "$OUTSIDE_CLIENT" --no-audit --no-fund --ignore-scripts --loglevel=error
     echo "$lock_sum" > "$lock_stamp"
+  fi
+  # The interop tests' official clients: @ag-ui/client and the MCP Inspector's CLI.
+  INTEROP_CLIENTS=tests/interop/clients
+  interop_stamp="$INTEROP_CLIENTS/node_modules/.loopkit-installed"
+  interop_sum="$(sha256sum "$INTEROP_CLIENTS/package-lock.json" | cut -d' ' -f1)"
+  if [ ! -f "$interop_stamp" ] || [ "$(cat "$interop_stamp")" != "$interop_sum" ]; then
+    say "installing the AG-UI client and the MCP Inspector CLI into $INTEROP_CLIENTS (npm ci)"
+    npm ci --prefix "$INTEROP_CLIENTS" --no-audit --no-fund --ignore-scripts --loglevel=error
+    echo "$interop_sum" > "$interop_stamp"
   fi
 fi
 

@@ -193,7 +193,8 @@ class AGUIApp:
                     f"the run on thread {thread!r} waits for {'; '.join(still)}; answer in this "
                     "input (resume entries for interrupts, tool messages for frontend tools)"
                 )
-            return live, []
+            snapshot = [] if live.state is None else [StateSnapshotEvent(snapshot=live.state)]
+            return live, snapshot
         session = await self._session(thread)
         metadata = await session.get_metadata()
         frontend = self._frontend_tools(run_input)
@@ -307,26 +308,36 @@ class AGUIApp:
                     outcome: Any = RunFinishedInterruptOutcome(interrupts=interrupts)
                 else:
                     outcome = RunFinishedSuccessOutcome(pending_tool_call_ids=results or None)
-                yield RunFinishedEvent(thread_id=thread, run_id=run_id, outcome=outcome)
+                usage = token_usage(live.take_usage(), self._model(None)) or None
+                yield RunFinishedEvent(
+                    thread_id=thread, run_id=run_id, outcome=outcome, usage=usage
+                )
                 return
             if isinstance(item, Ended):
                 self._live.pop(thread, None)
-                if item.error is not None:
+                usage = token_usage(live.take_usage(), self._model(item.result)) or None
+                if item.error is not None or item.result is None:
+                    error = item.error or RuntimeError("the run ended without a result")
                     yield RunErrorEvent(
-                        message=describe_error(item.error), code=type(item.error).__name__
+                        message=describe_error(error), code=type(error).__name__, usage=usage
                     )
                     return
-                result = item.result
                 yield RunFinishedEvent(
                     thread_id=thread,
                     run_id=run_id,
-                    result=self._output_json(result.output) if result is not None else None,
-                    usage=(token_usage(result.usage, result.model_id) or None)
-                    if result is not None
-                    else None,
+                    result=self._output_json(item.result.output),
+                    usage=usage,
                 )
                 return
             yield item
+
+    def _model(self, result: Any) -> str | None:
+        """The model that answered: as its last response named it (a streamed one may not),
+        else as the agent's innermost client names it."""
+        from loopkit.middleware.otel import innermost_model
+
+        named = getattr(result, "model_id", None)
+        return named or innermost_model(self.agent.pipeline)
 
     def _output_json(self, output: Any) -> Any:
         """The run's output as JSON data (``RUN_FINISHED.result``)."""

@@ -23,10 +23,11 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from loopkit.abstractions.content import ChatMessage, FunctionCallContent
+from loopkit.abstractions.content import ChatMessage, FunctionCallContent, UsageDetails
 from loopkit.abstractions.tools import ToolError
 from loopkit.agents.events import AgentEvent, FinalResult, RoundFinished, ToolResultReceived
 from loopkit.interop.ag_ui.translate import EventTranslator
+from loopkit.run_context import current_run
 
 if TYPE_CHECKING:
     from ag_ui.core import BaseEvent, Message, ResumeEntry
@@ -186,8 +187,10 @@ class LiveRun:
         self.pending_inputs = list(pending_inputs)
         self._stored_before: int | None = None
         self.task: asyncio.Task[None] | None = None
-        #: A request is reading this run's events now.
-        self.busy = False
+        #: Tokens of the run's model requests since the last response ended (AG-UI counts
+        #: each response's own), and the run's total when they were counted.
+        self.usage = UsageDetails()
+        self._counted = UsageDetails()
 
     # -- the run's task --------------------------------------------------------------------------
     def start(self, events: AsyncIterator[AgentEvent[Any]]) -> None:
@@ -208,6 +211,8 @@ class LiveRun:
                 elif isinstance(event, FinalResult):
                     result = event.result
             await self.session.set_metadata({PENDING_KEY: None, STATE_KEY: self.state})
+            if result is not None:
+                self._usage_until(result.usage)
         except asyncio.CancelledError:
             put(Ended(error=RuntimeError("the server stopped the run")))
             raise
@@ -270,7 +275,22 @@ class LiveRun:
                 return call.call_id
         raise ToolError(f"{name}: no call of this frontend tool is waiting in this round")
 
+    def _usage_until(self, total: UsageDetails) -> None:
+        """Count the run's tokens up to ``total`` (its usage so far) for this response."""
+        fields = (
+            "input_tokens",
+            "output_tokens",
+            "cached_input_tokens",
+            "cache_creation_input_tokens",
+        )
+        grown = {f: getattr(total, f) - getattr(self._counted, f) for f in fields}
+        self.usage = self.usage + UsageDetails(**grown)
+        self._counted = total
+
     async def _pause(self) -> None:
+        run = current_run()
+        if run is not None:
+            self._usage_until(run.usage)
         await self.save_pending()
         self.queue.put_nowait(Paused())
 
@@ -288,6 +308,11 @@ class LiveRun:
                 },
             }
         )
+
+    def take_usage(self) -> UsageDetails:
+        """The tokens since the last call (what the response now ending used)."""
+        usage, self.usage = self.usage, UsageDetails()
+        return usage
 
     def waiting_for(self) -> tuple[list[str], list[str]]:
         """(call ids awaiting approval, frontend call ids awaiting a result)."""

@@ -1,0 +1,109 @@
+"""The agents the interop tests serve: a release assistant whose model is a function of the
+conversation (not of a position in a script), so a server that restarts mid-conversation goes
+on exactly where the stored session is."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from loopkit import (
+    Agent,
+    ChatMessage,
+    ChatOptions,
+    ChatResponse,
+    FunctionCallContent,
+    FunctionChatClient,
+    SQLiteSession,
+    TextContent,
+    UsageDetails,
+)
+from loopkit.interop.ag_ui import AGUIApp, FrontEndApprover, current_state
+
+MODEL = "scripted/release-model"
+
+
+def _reply(
+    text: str = "", calls: Sequence[tuple[str, dict[str, Any]]] = (), n: int = 0
+) -> ChatResponse:
+    contents: list[Any] = [TextContent(text=text)] if text else []
+    contents += [
+        FunctionCallContent(call_id=f"call-{n}-{name}-{i}", name=name, arguments=arguments)
+        for i, (name, arguments) in enumerate(calls)
+    ]
+    return ChatResponse(
+        messages=[ChatMessage(role="assistant", contents=contents)],
+        usage=UsageDetails(input_tokens=100 + n, output_tokens=10),
+        model_id=MODEL,
+        finish_reason="tool_calls" if calls else "stop",
+    )
+
+
+def release_model(messages: list[ChatMessage], options: ChatOptions | None) -> ChatResponse:
+    """Release a version: check the build, show a chart (a frontend tool), deploy (approval),
+    report; asked again later, recall the conversation."""
+    users = [m.text for m in messages if m.role == "user"]
+    last = messages[-1]
+    n = len(messages)
+    if last.role == "user":
+        if len(users) == 1:
+            return _reply(calls=[("check_build", {"version": "2"})], n=n)
+        return _reply(
+            f"This conversation has {len(users)} requests; the first was: {users[0]}", n=n
+        )
+    answered = {c.call_id: c.name for m in messages for c in m.function_calls}
+    result = last.contents[-1]
+    name = answered.get(getattr(result, "call_id", ""), "")
+    text = getattr(result, "result", "")
+    if name == "check_build":
+        return _reply(
+            "The build is green; here is the chart.", [("show_chart", {"values": [3, 5, 8]})], n=n
+        )
+    if name == "show_chart":
+        return _reply(calls=[("deploy", {"env": "prod"})], n=n)
+    if name == "deploy":
+        if getattr(result, "error", False):
+            return _reply(f"Not released: {text}", n=n)
+        return _reply(f"Released version 2 to prod ({text}).", n=n)
+    return _reply(f"unexpected: {last.model_dump_json()}", n=n)
+
+
+class Release(BaseModel):
+    version: str
+    env: str
+
+
+def release_agent(folder: str | Path) -> Agent[str]:
+    """The release assistant; ``deploy`` appends a line to ``folder/deploys.log`` (the tests
+    count real executions) and needs the front-end's approval."""
+    log = Path(folder) / "deploys.log"
+
+    def check_build(version: str) -> str:
+        """Check that the build of a version is green."""
+        current_state()["build"] = {"version": version, "status": "green"}
+        return json.dumps({"version": version, "status": "green"})
+
+    def deploy(env: str) -> str:
+        """Deploy the checked build to an environment."""
+        with log.open("a") as f:
+            f.write(env + "\n")
+        return f"deployed to {env}"
+
+    return Agent(
+        FunctionChatClient(release_model, model_id=MODEL),
+        name="release",
+        instructions="You release software: check the build, show the chart, deploy.",
+        tools=[check_build, deploy],
+        approval_required=["deploy"],
+        approver=FrontEndApprover(),
+    )
+
+
+def ag_ui_app(folder: str, url: str) -> AGUIApp:
+    """The release assistant over AG-UI, its threads in ``folder/threads.sqlite``."""
+    db = str(Path(folder) / "threads.sqlite")
+    return AGUIApp(release_agent(folder), sessions=lambda thread: SQLiteSession(db, thread))
