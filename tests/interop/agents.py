@@ -107,3 +107,34 @@ def ag_ui_app(folder: str, url: str) -> AGUIApp:
     """The release assistant over AG-UI, its threads in ``folder/threads.sqlite``."""
     db = str(Path(folder) / "threads.sqlite")
     return AGUIApp(release_agent(folder), sessions=lambda thread: SQLiteSession(db, thread))
+
+
+def a2a_app(folder: str, url: str) -> Any:
+    """The release assistant over A2A (no approval: deploy runs), tasks and conversations in
+    ``folder/a2a.sqlite``."""
+    from loopkit.interop.a2a import to_a2a
+
+    db = str(Path(folder) / "a2a.sqlite")
+    agent = Agent(
+        FunctionChatClient(a2a_model, model_id=MODEL),
+        name="release",
+        instructions="You release software: check the build, then answer.",
+        tools=[_check_build],
+    )
+    return to_a2a(agent, url=url, sessions=lambda sid: SQLiteSession(db, sid))
+
+
+def _check_build(version: str) -> str:
+    """Check that the build of a version is green."""
+    return json.dumps({"version": version, "status": "green"})
+
+
+def a2a_model(messages: list[ChatMessage], options: ChatOptions | None) -> ChatResponse:
+    """Checks the build, then says so; a later message in the context recalls the first."""
+    users = [m.text for m in messages if m.role == "user"]
+    last = messages[-1]
+    if last.role == "user":
+        if len(users) > 1:
+            return _reply(f"Earlier you asked: {users[0]}", n=len(messages))
+        return _reply("Checking the build.", [("_check_build", {"version": "2"})], n=len(messages))
+    return _reply(f"Build checked: {last.contents[-1].result}", n=len(messages))  # type: ignore[union-attr]

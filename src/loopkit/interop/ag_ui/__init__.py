@@ -19,7 +19,7 @@ __all__ = [
 
 _EXPORTS: dict[str, str] = {
     "AGUIApp": "loopkit.interop.ag_ui.app",
-    "SessionFactory": "loopkit.interop.ag_ui.app",
+    "SessionFactory": "loopkit.interop.sessions",
     "FrontEndApprover": "loopkit.interop.ag_ui.runs",
     "FrontendTool": "loopkit.interop.ag_ui.runs",
     "current_state": "loopkit.interop.ag_ui.runs",
@@ -30,6 +30,7 @@ _EXPORTS: dict[str, str] = {
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 if TYPE_CHECKING:
-    from loopkit.interop.ag_ui.app import AGUIApp, SessionFactory
+    from loopkit.interop.ag_ui.app import AGUIApp
     from loopkit.interop.ag_ui.runs import FrontEndApprover, FrontendTool, current_state
     from loopkit.interop.ag_ui.translate import EventTranslator, from_ag_ui_messages
+    from loopkit.interop.sessions import SessionFactory

@@ -25,7 +25,7 @@ import asyncio
 import contextlib
 import json
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable
 from typing import TYPE_CHECKING, Any
 
 from loopkit.abstractions.content import ChatMessage, ChatRole
@@ -41,7 +41,7 @@ from loopkit.interop.ag_ui.runs import (
     approval_interrupt_id,
 )
 from loopkit.interop.ag_ui.translate import EventTranslator, from_ag_ui_messages, token_usage
-from loopkit.sessions.memory import InMemorySession
+from loopkit.interop.sessions import SessionFactory, memory_sessions, open_session
 
 if TYPE_CHECKING:
     from ag_ui.core import BaseEvent, RunAgentInput
@@ -53,9 +53,6 @@ if TYPE_CHECKING:
     from loopkit.sessions.protocol import Session
 
 __all__ = ["AGUIApp", "SessionFactory"]
-
-#: Opens the session of a thread: ``sessions(thread_id) -> Session`` (sync or async).
-SessionFactory = Callable[[str], "Session | Awaitable[Session]"]
 
 _APPROVAL_SCHEMA = {
     "type": "object",
@@ -92,7 +89,7 @@ class AGUIApp:
         if max_open_sessions < 1:
             raise ValueError(f"max_open_sessions must be >= 1, got {max_open_sessions}")
         self.agent = agent
-        self._factory: SessionFactory = sessions or InMemorySession
+        self._factory: SessionFactory = sessions or memory_sessions()
         self._sessions: OrderedDict[str, Session] = OrderedDict()
         self._max_sessions = max_open_sessions
         self._live: dict[str, LiveRun] = {}
@@ -354,8 +351,7 @@ class AGUIApp:
         if session is not None:
             self._sessions.move_to_end(thread)
             return session
-        made = self._factory(thread)
-        session = await made if isinstance(made, Awaitable) else made
+        session = await open_session(self._factory, thread)
         self._sessions[thread] = session
         while len(self._sessions) > self._max_sessions:
             oldest = next((t for t in self._sessions if t not in self._live and t != thread), None)
