@@ -104,7 +104,7 @@ async def test_a2a_tool_reports_an_unreachable_agent_to_the_model(tmp_path: Path
     tool = A2ATool("http://127.0.0.1:9", name="gone", seconds=5)
     from loopkit.abstractions.tools import ToolError
 
-    with pytest.raises(ToolError, match="the A2A agent at http://127.0.0.1:9 failed"):
+    with pytest.raises(ToolError, match=r"the A2A agent at http://127\.0\.0\.1:9 failed"):
         await tool.invoke({"task": "anything"})
     with pytest.raises(ToolError, match="needs a task"):
         await tool.invoke({"task": " "})
