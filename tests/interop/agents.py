@@ -138,3 +138,58 @@ def a2a_model(messages: list[ChatMessage], options: ChatOptions | None) -> ChatR
             return _reply(f"Earlier you asked: {users[0]}", n=len(messages))
         return _reply("Checking the build.", [("_check_build", {"version": "2"})], n=len(messages))
     return _reply(f"Build checked: {last.contents[-1].result}", n=len(messages))  # type: ignore[union-attr]
+
+
+class Invoice(BaseModel):
+    """The typed output of the invoicing agent served over MCP."""
+
+    customer: str
+    total: float
+    lines: int
+
+
+class InvoiceRequest(BaseModel):
+    """The typed input of the invoicing agent served over MCP."""
+
+    customer: str
+    amounts: list[float]
+
+
+def _price(amount: float) -> str:
+    """Price one line (adds 10 % tax)."""
+    return f"{amount * 1.1:.2f}"
+
+
+def invoice_model(messages: list[ChatMessage], options: ChatOptions | None) -> ChatResponse:
+    """Prices each amount with a tool (one round a line), then answers the invoice as JSON."""
+    request = json.loads(next(m.text for m in messages if m.role == "user"))
+    priced = [c.result for m in messages if m.role == "tool" for c in m.contents]  # type: ignore[union-attr]
+    amounts = request["amounts"]
+    n = len(messages)
+    if len(priced) < len(amounts):
+        return _reply(calls=[("_price", {"amount": amounts[len(priced)]})], n=n)
+    total = round(sum(float(p) for p in priced), 2)
+    return _reply(
+        json.dumps({"customer": request["customer"], "total": total, "lines": len(amounts)}), n=n
+    )
+
+
+def invoice_agent() -> Agent[Invoice]:
+    """An agent with a typed input (``InvoiceRequest``) and output (``Invoice``)."""
+    return Agent(
+        FunctionChatClient(invoice_model, model_id=MODEL),
+        name="invoicer",
+        instructions="Price every amount with _price, then answer the invoice.",
+        tools=[_price],
+        output_type=Invoice,
+    )
+
+
+def text_model(messages: list[ChatMessage], options: ChatOptions | None) -> ChatResponse:
+    return _reply(f"You said: {messages[-1].text}", n=len(messages))
+
+
+#: A text agent, the simplest thing to serve.
+echo_agent = Agent(
+    FunctionChatClient(text_model, model_id=MODEL), name="echo", instructions="Repeat."
+)
