@@ -139,7 +139,7 @@ class AGUIApp:
             return JSONResponse(
                 {"error": f"the body is not an AG-UI RunAgentInput: {problem}"}, status_code=422
             )
-        encoder = EventEncoder(accept=request.headers.get("accept"))
+        encoder = EventEncoder(accept=request.headers.get("accept", "text/event-stream"))
 
         async def body() -> AsyncIterator[str]:
             async for event in self.run_events(run_input):
@@ -190,7 +190,9 @@ class AGUIApp:
                     f"the run on thread {thread!r} waits for {'; '.join(still)}; answer in this "
                     "input (resume entries for interrupts, tool messages for frontend tools)"
                 )
-            snapshot = [] if live.state is None else [StateSnapshotEvent(snapshot=live.state)]
+            snapshot: list[BaseEvent] = []
+            if live.state is not None:
+                snapshot.append(StateSnapshotEvent(snapshot=live.state))
             return live, snapshot
         session = await self._session(thread)
         metadata = await session.get_metadata()

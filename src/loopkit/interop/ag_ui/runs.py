@@ -231,7 +231,7 @@ class LiveRun:
 
         if isinstance(self.state, dict) and isinstance(self._sent_state, dict):
             patch = jsonpatch.make_patch(self._sent_state, self.state).patch
-            self.queue.put_nowait(StateDeltaEvent(delta=patch))
+            self.queue.put_nowait(StateDeltaEvent.model_validate({"delta": patch}))
         else:
             self.queue.put_nowait(StateSnapshotEvent(snapshot=copy.deepcopy(self.state)))
         self._sent_state = copy.deepcopy(self.state)

@@ -185,16 +185,22 @@ def from_ag_ui_messages(messages: Sequence[Message]) -> list[ChatMessage]:
     messages; system and developer messages become system messages; activity and reasoning
     messages (the client's display) are left out. Raises ValueError naming a message loopkit
     cannot read (a media part, tool-call arguments that are not a JSON object)."""
+    from ag_ui.core import (
+        AssistantMessage,
+        DeveloperMessage,
+        SystemMessage,
+        ToolMessage,
+        UserMessage,
+    )
+
     out: list[ChatMessage] = []
     for index, message in enumerate(messages):
         where = f"messages[{index}] ({message.role} {message.id!r})"
-        role = message.role
-        if role in ("user", "system", "developer"):
+        if isinstance(message, UserMessage | SystemMessage | DeveloperMessage):
             text = _text_of(message.content, where)
-            out.append(
-                ChatMessage.from_text(ChatRole.USER if role == "user" else ChatRole.SYSTEM, text)
-            )
-        elif role == "assistant":
+            role = ChatRole.USER if isinstance(message, UserMessage) else ChatRole.SYSTEM
+            out.append(ChatMessage.from_text(role, text))
+        elif isinstance(message, AssistantMessage):
             contents: list[Content] = []
             if message.content:
                 contents.append(TextContent(text=message.content))
@@ -207,7 +213,7 @@ def from_ag_ui_messages(messages: Sequence[Message]) -> list[ChatMessage]:
                     )
                 )
             out.append(ChatMessage(role=ChatRole.ASSISTANT, contents=contents))
-        elif role == "tool":
+        elif isinstance(message, ToolMessage):
             result = FunctionResultContent(
                 call_id=message.tool_call_id,
                 result=_text_of(message.content, where),
