@@ -46,6 +46,7 @@ MINIMUM = {
     "README.md": 2,
     "docs/agents.md": 10,
     "docs/architecture.md": 2,
+    "docs/interop.md": 5,
     "docs/mcp.md": 1,
     "docs/memory.md": 1,
     "docs/providers.md": 3,
