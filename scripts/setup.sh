@@ -8,6 +8,7 @@
 #                              ffmpeg, for the UI server's video recording; the MCP TypeScript
 #                              SDK from npm, the outside client of tests/ui/outside_client;
 #                              the AG-UI client and MCP Inspector CLI of tests/interop/clients;
+#                              Arize Phoenix in .venv-phoenix, the traces test's OTLP receiver;
 #                              chromium, the board's browser tests)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -83,6 +84,17 @@ if ((TESTS)); then
     npm ci --prefix "$INTEROP_CLIENTS" --no-audit --no-fund --ignore-scripts --loglevel=error
     echo "$interop_sum" > "$interop_stamp"
   fi
+fi
+
+# Only the tests: Arize Phoenix, a real OTLP trace receiver and viewer for the traces test
+# (tests/interop/test_traces.py), in an environment of its own (it pins many packages of its own).
+PHOENIX_VENV=${PHOENIX_VENV:-.venv-phoenix}
+PHOENIX_VERSION=20.26.1
+if ((TESTS)) && [ ! -x "$PHOENIX_VENV/bin/phoenix" ]; then
+  say "installing Arize Phoenix $PHOENIX_VERSION into $PHOENIX_VENV (the traces test's OTLP receiver; a few minutes)"
+  "$PYTHON" -m venv "$PHOENIX_VENV"
+  "$PHOENIX_VENV/bin/python" -m pip install -q --upgrade pip
+  "$PHOENIX_VENV/bin/python" -m pip install -q "arize-phoenix==$PHOENIX_VERSION"
 fi
 
 if [ ! -x "$VENV/bin/python" ]; then

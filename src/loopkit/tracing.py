@@ -21,7 +21,12 @@ if TYPE_CHECKING:
 
     from loopkit.abstractions.chat import ChatClient
 
-__all__ = ["ENDPOINT_VARIABLES", "otlp_tracer_provider", "traced_from_environment"]
+__all__ = [
+    "ENDPOINT_VARIABLES",
+    "flush_traces",
+    "otlp_tracer_provider",
+    "traced_from_environment",
+]
 
 #: The standard variables that name where OTLP traces go (the first set wins).
 ENDPOINT_VARIABLES = ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
@@ -69,3 +74,9 @@ def traced_from_environment(model: ChatClient) -> ChatClient:
         # general endpoint, as the specification says).
         provider = _FROM_ENVIRONMENT[endpoint] = otlp_tracer_provider()
     return OpenTelemetryChatClient(model, tracer_provider=provider)
+
+
+def flush_traces(timeout_millis: int = 10_000) -> bool:
+    """Send the spans still pending in the providers :func:`traced_from_environment` made
+    (they are sent at exit anyway, and every few seconds); False when one timed out."""
+    return all(p.force_flush(timeout_millis) for p in _FROM_ENVIRONMENT.values())

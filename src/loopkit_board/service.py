@@ -481,7 +481,8 @@ def trace_id_in_log(path: Path, max_lines: int = 200) -> str | None:
                     entry = json.loads(line)
                 except json.JSONDecodeError:
                     continue
-                trace_id = entry.get("trace_id") if entry.get("type") == "trace" else None
+                data = entry.get("data") if entry.get("type") == "trace" else None
+                trace_id = data.get("trace_id") if isinstance(data, dict) else None
                 if isinstance(trace_id, str) and len(trace_id) == 32 and trace_id.isalnum():
                     return trace_id
     except OSError:

@@ -49,6 +49,7 @@ MINIMUM = {
     "docs/interop.md": 5,
     "docs/mcp.md": 1,
     "docs/memory.md": 1,
+    "docs/observability.md": 1,
     "docs/providers.md": 3,
     "docs/roles.md": 3,
     "docs/scripts.md": 1,

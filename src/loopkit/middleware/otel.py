@@ -265,6 +265,8 @@ class OpenTelemetryChatClient(DelegatingChatClient):
                     # The run's trace id, once, as a run event: the run log writes it (after
                     # its `start` line), and the board links the run to its trace with it.
                     run_trace.announced = True
+                    if model:  # the run's model, as its requests name it (ChatOptions.model_id)
+                        run_trace.span.set_attribute("gen_ai.request.model", model)
                     context = run_trace.span.get_span_context()
                     run.emit(
                         "trace",
