@@ -328,7 +328,8 @@ class AGUIApp:
                     usage=usage,
                 )
                 return
-            yield item
+            for event in item:
+                yield event
 
     def _model(self, result: Any) -> str | None:
         """The model that answered: as its last response named it (a streamed one may not),

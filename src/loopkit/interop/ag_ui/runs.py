@@ -181,7 +181,9 @@ class LiveRun:
         self.translator = translator
         self.state: Any = state
         self._sent_state = copy.deepcopy(state)
-        self.queue: asyncio.Queue[BaseEvent | Paused | Ended] = asyncio.Queue()
+        #: The events, a list per event of the run (one hop between the tasks, not one per
+        #: AG-UI event), then Paused / Ended.
+        self.queue: asyncio.Queue[list[BaseEvent] | Paused | Ended] = asyncio.Queue()
         self.waits = _Waits()
         #: Input messages of the run not yet stored in the session (stored with its first step).
         self.pending_inputs = list(pending_inputs)
@@ -204,7 +206,8 @@ class LiveRun:
         try:
             self._stored_before = len(await self.session.get_messages())
             async for event in events:
-                for out in self.translator.feed(event):
+                out = self.translator.feed(event)
+                if out:
                     put(out)
                 if isinstance(event, ToolResultReceived | RoundFinished):
                     self._state_delta()
@@ -231,9 +234,9 @@ class LiveRun:
 
         if isinstance(self.state, dict) and isinstance(self._sent_state, dict):
             patch = jsonpatch.make_patch(self._sent_state, self.state).patch
-            self.queue.put_nowait(StateDeltaEvent.model_validate({"delta": patch}))
+            self.queue.put_nowait([StateDeltaEvent.model_validate({"delta": patch})])
         else:
-            self.queue.put_nowait(StateSnapshotEvent(snapshot=copy.deepcopy(self.state)))
+            self.queue.put_nowait([StateSnapshotEvent(snapshot=copy.deepcopy(self.state))])
         self._sent_state = copy.deepcopy(self.state)
 
     # -- waiting ---------------------------------------------------------------------------------
