@@ -169,6 +169,9 @@ class AGUIApp:
         async with lock:
             try:
                 live, first = await self._take_up(run_input)
+            except _Busy as e:
+                yield RunErrorEvent(message=str(e), code="thread_busy")
+                return
             except ValueError as e:
                 yield RunErrorEvent(message=str(e), code="bad_input")
                 return
@@ -183,6 +186,15 @@ class AGUIApp:
 
         thread = run_input.thread_id
         live = self._live.get(thread)
+        if live is not None and not live.waiting:
+            if live.task is None or not live.task.done():
+                # A client that went away mid-response: its run goes on without it.
+                raise _Busy(
+                    f"thread {thread!r} has a run in progress (its client stopped reading); "
+                    "wait for it to end and send the input again"
+                )
+            del self._live[thread]  # it ended unread: nothing waits on it
+            live = None
         if live is not None:
             still = live.answer(run_input.resume or [], run_input.messages)
             if still:
@@ -291,6 +303,8 @@ class AGUIApp:
         while True:
             item = await live.queue.get()
             if isinstance(item, Paused):
+                if not live.waiting:
+                    continue  # a pause an earlier response did not read, answered since
                 approvals, results = live.waiting_for()
                 if approvals:
                     calls = {c.call_id: c for c in live.translator.round_message.function_calls}
@@ -362,6 +376,10 @@ class AGUIApp:
                 break
             await _close(self._sessions.pop(oldest))
         return session
+
+
+class _Busy(Exception):
+    """The thread's run is still going (its earlier client stopped reading)."""
 
 
 def _approval_message(call: Any, call_id: str) -> str:

@@ -312,6 +312,11 @@ class LiveRun:
             }
         )
 
+    @property
+    def waiting(self) -> bool:
+        """The run waits for the client (an approval, a frontend tool's result)."""
+        return bool(self.waits.approvals or self.waits.results)
+
     def take_usage(self) -> UsageDetails:
         """The tokens since the last call (what the response now ending used)."""
         usage, self.usage = self.usage, UsageDetails()
