@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from loopkit.abstractions.content import ChatMessage, FunctionCallContent, UsageDetails
 from loopkit.abstractions.tools import ToolError
 from loopkit.agents.events import AgentEvent, FinalResult, RoundFinished, ToolResultReceived
-from loopkit.interop.ag_ui.translate import EventTranslator
+from loopkit.interop.ag_ui.translate import EventTranslator, content_text
 from loopkit.run_context import current_run
 
 if TYPE_CHECKING:
@@ -351,8 +351,8 @@ class LiveRun:
         for message in messages:
             if message.role != "tool" or message.tool_call_id not in frontend:
                 continue
-            content = message.content if isinstance(message.content, str) else str(message.content)
-            answer = _Answer(text=content, error=message.error)
+            where = f"the tool message {message.id!r}"
+            answer = _Answer(text=content_text(message.content, where), error=message.error)
             waiting = self.waits.results.get(message.tool_call_id)
             if waiting is not None:
                 if not waiting.done():

@@ -35,7 +35,7 @@ from loopkit.agents.events import (
 if TYPE_CHECKING:
     from ag_ui.core import BaseEvent, Message, TokenUsage
 
-__all__ = ["EventTranslator", "from_ag_ui_messages", "token_usage"]
+__all__ = ["EventTranslator", "content_text", "from_ag_ui_messages", "token_usage"]
 
 
 class EventTranslator:
@@ -161,7 +161,7 @@ def token_usage(usage: UsageDetails, model: str | None) -> list[TokenUsage]:
     ]
 
 
-def _text_of(content: Any, where: str) -> str:
+def content_text(content: Any, where: str) -> str:
     """The text of an AG-UI message's content: a string, or a list of parts of which only the
     text parts are read."""
     if isinstance(content, str):
@@ -197,7 +197,7 @@ def from_ag_ui_messages(messages: Sequence[Message]) -> list[ChatMessage]:
     for index, message in enumerate(messages):
         where = f"messages[{index}] ({message.role} {message.id!r})"
         if isinstance(message, UserMessage | SystemMessage | DeveloperMessage):
-            text = _text_of(message.content, where)
+            text = content_text(message.content, where)
             role = ChatRole.USER if isinstance(message, UserMessage) else ChatRole.SYSTEM
             out.append(ChatMessage.from_text(role, text))
         elif isinstance(message, AssistantMessage):
@@ -216,7 +216,7 @@ def from_ag_ui_messages(messages: Sequence[Message]) -> list[ChatMessage]:
         elif isinstance(message, ToolMessage):
             result = FunctionResultContent(
                 call_id=message.tool_call_id,
-                result=_text_of(message.content, where),
+                result=content_text(message.content, where),
                 error=message.error is not None,
             )
             if out and out[-1].role == ChatRole.TOOL:
