@@ -105,7 +105,7 @@ async def test_pydantic_ais_mcp_client(http_server: tuple[str, str]) -> None:
     from pydantic_ai.mcp import MCPToolset
 
     url, token = http_server
-    toolset = MCPToolset(url, headers={"Authorization": f"Bearer {token}"})
+    toolset = MCPToolset(url, headers={"Authorization": f"Bearer {token}"}, init_timeout=60)
     async with toolset:
         tools = await toolset.list_tools()
         assert [t.name for t in tools] == ["invoicer"]
@@ -121,7 +121,9 @@ async def test_pydantic_ais_mcp_client_over_stdio() -> None:
 
     transport = StdioTransport(command=sys.executable, args=["-m", "loopkit.interop.mcp_server", "tests.interop.agents:echo_agent"],
                                cwd=str(ROOT), env={**os.environ})  # fmt: skip
-    async with MCPToolset(transport) as toolset:
+    # A generous start-up time: the server's process imports loopkit and the mcp SDK first,
+    # which takes seconds on a loaded machine (fastmcp's default is shorter).
+    async with MCPToolset(transport, init_timeout=60) as toolset:
         [tool] = await toolset.list_tools()
         assert tool.name == "echo" and tool.description == "Repeat."
         result = await toolset.direct_call_tool("echo", {"prompt": "hello"})
