@@ -7,6 +7,8 @@
 #   scripts/setup.sh --tests   also what only the tests need (PostgreSQL, for SQLAlchemySession;
 #                              ffmpeg, for the UI server's video recording; the MCP TypeScript
 #                              SDK from npm, the outside client of tests/ui/outside_client;
+#                              the AG-UI client and MCP Inspector CLI of tests/interop/clients;
+#                              Arize Phoenix in .venv-phoenix, the traces test's OTLP receiver;
 #                              chromium, the board's browser tests)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -73,6 +75,26 @@ if ((TESTS)); then
     npm ci --prefix "$OUTSIDE_CLIENT" --no-audit --no-fund --ignore-scripts --loglevel=error
     echo "$lock_sum" > "$lock_stamp"
   fi
+  # The interop tests' official clients: @ag-ui/client and the MCP Inspector's CLI.
+  INTEROP_CLIENTS=tests/interop/clients
+  interop_stamp="$INTEROP_CLIENTS/node_modules/.loopkit-installed"
+  interop_sum="$(sha256sum "$INTEROP_CLIENTS/package-lock.json" | cut -d' ' -f1)"
+  if [ ! -f "$interop_stamp" ] || [ "$(cat "$interop_stamp")" != "$interop_sum" ]; then
+    say "installing the AG-UI client and the MCP Inspector CLI into $INTEROP_CLIENTS (npm ci)"
+    npm ci --prefix "$INTEROP_CLIENTS" --no-audit --no-fund --ignore-scripts --loglevel=error
+    echo "$interop_sum" > "$interop_stamp"
+  fi
+fi
+
+# Only the tests: Arize Phoenix, a real OTLP trace receiver and viewer for the traces test
+# (tests/interop/test_traces.py), in an environment of its own (it pins many packages of its own).
+PHOENIX_VENV=${PHOENIX_VENV:-.venv-phoenix}
+PHOENIX_VERSION=20.26.1
+if ((TESTS)) && [ ! -x "$PHOENIX_VENV/bin/phoenix" ]; then
+  say "installing Arize Phoenix $PHOENIX_VERSION into $PHOENIX_VENV (the traces test's OTLP receiver; a few minutes)"
+  "$PYTHON" -m venv "$PHOENIX_VENV"
+  "$PHOENIX_VENV/bin/python" -m pip install -q --upgrade pip
+  "$PHOENIX_VENV/bin/python" -m pip install -q "arize-phoenix==$PHOENIX_VERSION"
 fi
 
 if [ ! -x "$VENV/bin/python" ]; then

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import gc
+import os
 import sys
 from typing import NoReturn
 
@@ -17,15 +18,27 @@ __all__ = [
     "EXIT_FAILED",
     "EXIT_INTERRUPTED",
     "EXIT_OK",
+    "BadInput",
     "OneLineParser",
     "exit_without_final_collection",
     "positive_int",
+    "shown",
 ]
 
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_BAD_INPUT = 2
 EXIT_INTERRUPTED = 130
+
+
+class BadInput(ValueError):
+    """An input a command cannot use; the message is one line naming it."""
+
+
+def shown(value: object) -> str:
+    """A name as it can be printed on one line: quoted, control characters and undecodable
+    bytes escaped."""
+    return repr(os.fspath(value) if isinstance(value, os.PathLike) else str(value))
 
 
 class OneLineParser(argparse.ArgumentParser):

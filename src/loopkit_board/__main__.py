@@ -51,6 +51,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default loopback)")
     parser.add_argument("--port", type=int, default=DEFAULT_PORT, help="0: any free port")
     parser.add_argument("--allow-remote", action="store_true", help="allow a non-loopback --host")
+    parser.add_argument(
+        "--tracing-url",
+        default=os.environ.get("LOOPKIT_TRACING_URL"),
+        help="link each run to its trace: a trace viewer's URL with {trace_id} in it "
+        "(env LOOPKIT_TRACING_URL; docs/observability.md)",
+    )
     return parser.parse_args(argv)
 
 
@@ -95,6 +101,11 @@ def main(argv: list[str] | None = None) -> int:
         )
     if not args.cards.is_dir():
         return _error(f"--cards {args.cards}: not a folder of card files")
+    url = args.tracing_url
+    if url is not None and not (url.startswith(("http://", "https://")) and "{trace_id}" in url):
+        return _error(
+            f"--tracing-url {url!r}: expected a trace viewer's http(s) URL with {{trace_id}} in it"
+        )
     from loopkit.cards import ConfigError, load_config
     from loopkit.demo.run import check_durable
     from loopkit_board.auth import AuthConfigError, load_accounts
@@ -131,7 +142,11 @@ async def serve(
     host = f"[{ip}]" if ip.version == 6 else str(ip)
     allowed = [host] + (["localhost"] if ip.is_loopback else [])
     service = BoardService(
-        args.cards, config=config, data_dir=args.data_dir, chat_model=args.chat_model
+        args.cards,
+        config=config,
+        data_dir=args.data_dir,
+        chat_model=args.chat_model,
+        tracing_url=args.tracing_url,
     )
     app = create_app(service, accounts, allowed_hosts=allowed)
     server = uvicorn.Server(

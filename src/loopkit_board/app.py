@@ -213,6 +213,7 @@ class Board:
             findings=merge_findings(details.artifacts.findings_dbs),
             chat=[{"role": m.role.value, "text": m.text} for m in chat],
             roles=self.service.roles,
+            trace_url=self.service.trace_url(details.prepared),
         )
 
     async def run_events(self, request: Request) -> Response:

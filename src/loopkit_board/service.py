@@ -121,12 +121,23 @@ class BoardService:
         data_dir: str | Path | None = None,
         chat_model: str = "offline",
         log_poll: float = 0.1,
+        tracing_url: str | None = None,
     ) -> None:
         self.config = config if config is not None else RunnerConfig()
         self.cards = CardFolder(cards_dir, max_bytes=self.config.max_card_bytes)
         self.data_dir = Path(data_dir) if data_dir is not None else self.config.runs_dir
         self.chat_model = chat_model
         self.log_poll = log_poll
+        if tracing_url is not None and not (
+            tracing_url.startswith(("http://", "https://")) and "{trace_id}" in tracing_url
+        ):
+            raise ValueError(
+                f"tracing_url {tracing_url!r}: expected a trace viewer's http(s) URL with "
+                "{trace_id} in it, e.g. http://127.0.0.1:6006/projects/UHJvamVjdDox/traces/"
+                "{trace_id}"
+            )
+        #: A trace viewer's page of one trace, ``{trace_id}`` in it: each run links there.
+        self.tracing_url = tracing_url
         self._runtime: DurableRuntime | None = None
         self._feeds: dict[str, RunFeed] = {}
         self._prepared: dict[str, PreparedRun] = {}
@@ -308,6 +319,14 @@ class BoardService:
                 return found
         return None
 
+    def trace_url(self, prepared: PreparedRun | None) -> str | None:
+        """The run's trace in the viewer of :attr:`tracing_url`, when both are known (the run
+        log's ``trace`` line names the trace: docs/observability.md)."""
+        if self.tracing_url is None or prepared is None:
+            return None
+        trace_id = trace_id_in_log(Path(prepared.log_path))
+        return None if trace_id is None else self.tracing_url.replace("{trace_id}", trace_id)
+
     async def run_details(self, run_id: str) -> RunDetails | None:
         record = await self.get_run(run_id)
         if record is None:
@@ -444,3 +463,28 @@ class BoardService:
                 if prepared is not None:
                     dbs.extend(run_artifacts(prepared.run_dir).findings_dbs)
         return merge_findings(dbs)
+
+
+def trace_id_in_log(path: Path, max_lines: int = 200) -> str | None:
+    """The trace id a run log's ``trace`` line names (written at the run's first request,
+    near the top), or None."""
+    import json
+
+    try:
+        with path.open(encoding="utf-8") as lines:
+            for number, line in enumerate(lines):
+                if number >= max_lines:
+                    break
+                if '"trace"' not in line:
+                    continue
+                try:
+                    entry = json.loads(line)
+                except json.JSONDecodeError:
+                    continue
+                data = entry.get("data") if entry.get("type") == "trace" else None
+                trace_id = data.get("trace_id") if isinstance(data, dict) else None
+                if isinstance(trace_id, str) and len(trace_id) == 32 and trace_id.isalnum():
+                    return trace_id
+    except OSError:
+        return None
+    return None

@@ -21,6 +21,10 @@ from pathlib import Path
 from types import FrameType
 from typing import NoReturn
 
+# One class and one spelling for the library's commands and these (the HTTP address and token
+# checks in loopkit.mcp.http_security raise it).
+from loopkit.command_line import BadInput, shown
+
 __all__ = [
     "EXIT_BAD_INPUT",
     "EXIT_CODES_EPILOG",
@@ -55,10 +59,6 @@ EXIT_CODES_EPILOG = (
 )
 
 
-class BadInput(ValueError):
-    """An input the command cannot use; the message is one line naming it."""
-
-
 class Interrupted(KeyboardInterrupt):
     """A stop signal arrived; raised in the main thread so clean-up code runs.
 
@@ -69,12 +69,6 @@ class Interrupted(KeyboardInterrupt):
     def __init__(self, signum: int) -> None:
         self.signum = signum
         super().__init__(signal.Signals(signum).name)
-
-
-def shown(value: object) -> str:
-    """A name as it can be printed on one line: quoted, control characters and undecodable
-    bytes escaped."""
-    return repr(os.fspath(value) if isinstance(value, os.PathLike) else str(value))
 
 
 def printable(value: object) -> str:

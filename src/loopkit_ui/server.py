@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
-import signal
 import socket
 import sys
 from collections.abc import Sequence
@@ -43,7 +42,13 @@ from loopkit_ui.cli_input import (
     positive_seconds,
     shown,
 )
-from loopkit_ui.http_security import HttpAddress, TokenFile, parse_http_address, read_token_file
+from loopkit_ui.http_security import (
+    HttpAddress,
+    TokenFile,
+    listen,
+    parse_http_address,
+    read_token_file,
+)
 from loopkit_ui.private_files import make_private_dir
 
 if TYPE_CHECKING:
@@ -179,59 +184,23 @@ def _check_backend(name: str | None) -> None:
 
 
 def _listen(address: HttpAddress) -> socket.socket:
-    """Bind and listen first, so that port 0 works and a client that reads the printed address
-    can connect at once (the backlog holds it until uvicorn accepts). IPPROTO_TCP explicitly:
-    with protocol 0 asyncio leaves TCP_NODELAY off and every answer waits ~40 ms for an ACK."""
-    sock = socket.socket(address.family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        if address.family == socket.AF_INET6 and address.ip.is_unspecified:
-            sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
-        sock.bind((str(address.ip), address.port))
-        sock.listen(128)
-    except OSError as error:
-        sock.close()
-        where = f"{address.url_host()}:{address.port}"
-        raise BadInput(f"--http: cannot listen on {where}: {error.strerror or error}") from None
-    return sock
+    return listen(address)
 
 
 def _serve_http(
     service: UIService, sock: socket.socket, address: HttpAddress, token: str, note: str
 ) -> None:
-    import anyio
-    import uvicorn
-
-    from loopkit_ui.http_security import StaticTokenVerifier
+    from loopkit.mcp.http_serving import serve_http
     from loopkit_ui.server_tools import build_server
 
-    port = sock.getsockname()[1]
-    if address.ip.is_unspecified:  # a URL a local client can use; remote ones use a name
-        host = "[::1]" if address.ip.version == 6 else "127.0.0.1"
-    else:
-        host = address.url_host()
-    url = f"http://{host}:{port}"
-    verifier = StaticTokenVerifier(token)
-    server = build_server(service, auth=verifier.auth_settings(url), token_verifier=verifier)
-    app = server.streamable_http_app(transport_security=address.transport_security(port))
-    print(f"loopkit-ui MCP server on {url}/mcp", flush=True)
-    print(note, flush=True)
-    print(f"accepted Host values: {', '.join(address.accepted_hosts(port))}", file=sys.stderr)
-    if not address.loopback:
-        print(
-            f"warning: serving on {address.url_host()}, reachable from other machines over "
-            "plain HTTP: the token crosses the network unencrypted",
-            file=sys.stderr,
-            flush=True,
-        )
-    config = uvicorn.Config(
-        app, log_level="warning", lifespan="on", proxy_headers=False, server_header=False
+    serve_http(
+        lambda auth, verifier: build_server(service, auth=auth, token_verifier=verifier),
+        sock,
+        address,
+        token,
+        note,
+        label="loopkit-ui",
     )
-    uv_server = uvicorn.Server(config)
-    if hasattr(signal, "SIGHUP"):
-        # uvicorn shuts down gracefully on SIGTERM only: route SIGHUP there.
-        signal.signal(signal.SIGHUP, lambda signum, frame: signal.raise_signal(signal.SIGTERM))
-    anyio.run(lambda: uv_server.serve(sockets=[sock]))
 
 
 def _serve_stdio(service: UIService) -> None:

@@ -422,6 +422,7 @@ def card_runner(
     from loopkit.cards import CardRunner, MCPToolSource, RunLimits
     from loopkit.middleware.retry import RetryPolicy
     from loopkit.middleware.tool_disclosure import ToolDisclosure
+    from loopkit.tracing import traced_from_environment
 
     role = role or find_role(config, DEFAULT_ROLE)
     sources: list[ToolSource] = []
@@ -455,7 +456,8 @@ def card_runner(
         "message": message,
     }
     if not durable:
-        return CardRunner(model, sources=sources, retry=retry, **settings)
+        # OTEL_EXPORTER_OTLP_ENDPOINT set: the run is one trace there (docs/observability.md)
+        return CardRunner(traced_from_environment(model), sources=sources, retry=retry, **settings)
     from loopkit.builder import ChatClientBuilder
     from loopkit.cards.durable import DurableCardRunner, DurableToolSource
     from loopkit.demo.durable import ScriptPosition
@@ -467,7 +469,7 @@ def card_runner(
     if retry is not None:
         model = ChatClientBuilder(model).use_retries(retry).build()
     return DurableCardRunner(
-        DurableChatClient(model),
+        DurableChatClient(traced_from_environment(model)),
         sources=[DurableToolSource(s) for s in sources],
         **settings,
     )

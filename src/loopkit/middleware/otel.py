@@ -5,7 +5,9 @@ Span names and attributes follow the OpenTelemetry semantic conventions for gene
 - ``invoke_agent {name}`` per run (``gen_ai.operation.name=invoke_agent``, ``gen_ai.agent.name``,
   ``gen_ai.agent.id`` and ``gen_ai.conversation.id`` from the run's metadata, the run's usage at
   its end). The client is :class:`~loopkit.run_context.RunAware`: the span starts when the run
-  starts and is the current span for the run; it ends when the run emits ``run_end``. A child
+  starts and is the current span for the run; it ends when the run emits ``run_end``. At the
+  run's first request the client emits a ``trace`` run event (``trace_id``, ``span_id``: the
+  run log writes it as a line, so a run can be linked to its trace). A child
   run (an agent used as a tool) nests under its parent run's span. Other run events
   (``retry``, ``fallback``, ``compaction``, ``child_run``, ...) become span events.
 - ``chat {model}`` per model request (``gen_ai.request.model``, ``gen_ai.usage.*``,
@@ -101,6 +103,8 @@ class _RunTrace:
     #: The latest chat span of the run: the parent of the tool calls of its round.
     chat: Span | None = None
     ended: bool = False
+    #: The ``trace`` run event was emitted.
+    announced: bool = False
 
 
 class OpenTelemetryChatClient(DelegatingChatClient):
@@ -190,7 +194,7 @@ class OpenTelemetryChatClient(DelegatingChatClient):
     def _on_event(
         self, run: RunContext, state: _RunTrace, event: RunEvent, unsubscribe: Any
     ) -> None:
-        if state.ended:
+        if state.ended or event.type == "trace":  # the span's own id: not an event of it
             return
         if event.type != "run_end":
             attributes = {k: _attribute_value(v) for k, v in event.data.items() if v is not None}
@@ -253,9 +257,22 @@ class OpenTelemetryChatClient(DelegatingChatClient):
         with self._tracer.start_as_current_span(
             name, kind=SpanKind.CLIENT, attributes=attributes
         ) as span:
-            run_trace = self._run_trace(current_run())
+            run = current_run()
+            run_trace = self._run_trace(run)
             if run_trace is not None:
                 run_trace.chat = span
+                if not run_trace.announced and run is not None:
+                    # The run's trace id, once, as a run event: the run log writes it (after
+                    # its `start` line), and the board links the run to its trace with it.
+                    run_trace.announced = True
+                    if model:  # the run's model, as its requests name it (ChatOptions.model_id)
+                        run_trace.span.set_attribute("gen_ai.request.model", model)
+                    context = run_trace.span.get_span_context()
+                    run.emit(
+                        "trace",
+                        trace_id=format(context.trace_id, "032x"),
+                        span_id=format(context.span_id, "016x"),
+                    )
             yield span
 
     def _finish(self, span: Span, response: ChatResponse, request_model: str | None) -> None:
