@@ -15,7 +15,13 @@ from mcp.server.mcpserver import Context, MCPServer
 from pydantic import Field
 
 from loopkit_ui.answers import ActionAnswer
-from loopkit_ui.backends.protocol import ActionResult, ClickMethod, Locator, UIBackend
+from loopkit_ui.backends.protocol import (
+    ActionResult,
+    ClickMethod,
+    Locator,
+    MouseButton,
+    UIBackend,
+)
 from loopkit_ui.backends.text_limits import MAX_TYPED, TYPE_CHUNK
 from loopkit_ui.service import UIService
 from loopkit_ui.tool_hints import hints
@@ -64,7 +70,7 @@ def add_action_tools(server: MCPServer, service: UIService) -> None:
     """Add the element actions to ``server``."""
     add = server.add_tool
 
-    def _clicker(name: str, button: str, count: int) -> None:
+    def _clicker(name: str, button: MouseButton, count: int) -> None:
         async def tool(
             target: Target,
             row: Row = None,
@@ -96,7 +102,7 @@ def add_action_tools(server: MCPServer, service: UIService) -> None:
                         count=count,
                         method=method,
                         expect=expect,
-                        diff=diff,  # type: ignore[arg-type]
+                        diff=diff,
                     ),
                 ),
                 limit=service.call_timeout + expect_timeout,

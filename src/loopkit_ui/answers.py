@@ -151,7 +151,7 @@ class RecordingStarted(BaseModel):
 class RecordingStopped(OutputFile):
     """The answer of ``ui_stop_recording``: the finished video."""
 
-    seconds: float = Field(description="how long the recording ran")
+    seconds: float = Field(description="the video's length (ffprobe's; the time it ran without it)")
     size_bytes: int = Field(description="the file's size")
     ended: Literal["stopped", "limit", "failed"] = Field(
         description="stopped: by this call; limit: it had reached max_seconds or max_bytes "

@@ -187,6 +187,7 @@ class AtspiPointer(AtspiActions):
         def run() -> ActionResult:
             node, label = self._target(locator, need_enabled=False)
             key = node.key
+            container: tuple[str, tuple[int, int, int, int]] | None
             if node.role == "table cell" and node.parent is not None:
                 container = (node.parent, self.reader.extents(node.parent))  # the table
             else:
@@ -202,12 +203,16 @@ class AtspiPointer(AtspiActions):
                 while turned < _MAX_NOTCHES:
                     x, y, w, h = self.reader.extents(key)
                     states = self.reader.states(key)
-                    vertical = "up" if y < cy else "down" if y + h > cy + ch else None
-                    horizontal = "left" if x < cx else "right" if x + w > cx + cw else None
+                    vertical: ScrollDirection | None = (
+                        "up" if y < cy else "down" if y + h > cy + ch else None
+                    )
+                    horizontal: ScrollDirection | None = (
+                        "left" if x < cx else "right" if x + w > cx + cw else None
+                    )
                     if vertical is None and horizontal is None and "showing" in states:
                         outcome.append(f"{label} shows after {turned} wheel notches")
                         return None
-                    direction = vertical or horizontal or "down"
+                    direction: ScrollDirection = vertical or horizontal or "down"
                     gap = (cy - y if direction == "up" else y + h - cy - ch) if vertical else (
                         cx - x if direction == "left" else x + w - cx - cw)  # fmt: skip
                     notches = max(1, min(10, math.ceil(max(gap, 1) / max(3 * h, 1))))

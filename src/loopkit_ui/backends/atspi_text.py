@@ -87,10 +87,12 @@ class AtspiText(AtspiWindows):
                     typed[0] = start + len(chunk)
                     if len(text) > TYPE_CHUNK:
                         want = base + typed[0]
+
+                        def caught_up(want: int = want) -> bool:
+                            return len(self._field_text(node.key)) >= want
+
                         arrived = self.monitor.wait_until(
-                            lambda want=want: len(self._field_text(node.key)) >= want,
-                            timeout=_CHUNK_WAIT,
-                            recheck=0.05,
+                            caught_up, timeout=_CHUNK_WAIT, recheck=0.05
                         )
                         if not arrived:
                             return (

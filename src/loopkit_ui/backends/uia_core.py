@@ -32,6 +32,7 @@ from loopkit_ui.backends.protocol import (
     ElementNotFoundError,
     Expectation,
     Locator,
+    StaleRefError,
     TreeNode,
     TreeSnapshot,
     UIError,
@@ -337,7 +338,16 @@ class UIACore:
         """Resolve a locator on a fresh snapshot: the node, its control, and the snapshot."""
         self._attach(auto)
         nodes, _ = self._read(auto)
-        node = resolve(nodes, locator)
+        if locator.key is not None:  # a snapshot ref: that element, or gone
+            found = [n for n in nodes if n.key == locator.key]
+            if not found:
+                raise StaleRefError(
+                    f"{locator.describe()} is stale: its element is gone from the app. Use a "
+                    "ref from the latest snapshot (ui_snapshot), or the element's id or name"
+                )
+            node = found[0]
+        else:
+            node = resolve(nodes, locator)
         control = auto.Control.CreateControlFromElement(self._elements[node.key])
         if locator.row is None and locator.column is None:
             return node, control, nodes
