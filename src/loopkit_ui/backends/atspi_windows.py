@@ -41,6 +41,20 @@ class AtspiWindows(AtspiPointer):
             raise ElementNotFoundError("the app has no open window")
         return next((w for w in windows if w.active), windows[0])
 
+    def list_windows(self) -> list[WindowInfo]:
+        """The app's windows; a minimised one (unmapped on X: Qt keeps it showing over
+        AT-SPI) says so."""
+
+        def run() -> list[WindowInfo]:
+            windows = [info for _, info in self._windows()]
+            pid = self._app.pid if self._app is not None else None
+            for info in windows:
+                if info.kind in ("window", "dialog"):
+                    info.minimized = self._window_manager().minimized(pid, info.title, info.bounds)
+            return windows
+
+        return self._guarded(run)
+
     def window_action(
         self,
         window: str | None,

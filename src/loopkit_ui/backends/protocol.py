@@ -183,6 +183,7 @@ class WindowInfo(BaseModel):
     modal: bool = False
     active: bool = False
     bounds: tuple[int, int, int, int] | None = None
+    minimized: bool = Field(default=False, description="minimised (not shown on screen)")
     app: str | None = Field(
         default=None, description="for a window of another application: that application's name"
     )

@@ -428,6 +428,7 @@ class UIACore:
             control = auto.Control.CreateControlFromElement(element)
             pattern = control.GetPattern(_WINDOW)
             modal = bool(pattern.IsModal) if pattern is not None else False
+            minimized = pattern is not None and pattern.WindowVisualState == 2
             try:
                 # UIA_IsDialogPropertyId (Windows 10 1809+); absent on older systems.
                 dialog = modal or bool(control.GetPropertyValue(_IS_DIALOG))
@@ -444,6 +445,7 @@ class UIACore:
                 kind=window_kind(role, is_dialog=dialog),
                 is_dialog=dialog,
                 modal=modal,
+                minimized=minimized,
                 active=control.NativeWindowHandle == auto.GetForegroundWindow(),
                 bounds=(rect.left, rect.top, rect.width(), rect.height()),
             )

@@ -148,6 +148,13 @@ class X11Windows:
             raise UIError(f"unknown window action {action!r}")
         d.sync()
 
+    def minimized(self, pid: int | None, title: str, bounds: Box | None) -> bool:
+        """Whether that window is unmapped (minimised); False when X cannot tell."""
+        try:
+            return not self.state(self.find(pid, title, bounds))[0]
+        except UIError:
+            return False
+
     def state(self, window: Any) -> tuple[bool, Box]:
         """Whether the window is mapped, and its box on screen."""
         try:

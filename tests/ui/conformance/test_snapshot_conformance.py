@@ -51,8 +51,9 @@ def test_refs_act_where_ids_and_names_cannot(mini_ui: UIServerClient, mini_app: 
     assert clicked["id"] == f"ref {greet}"
     # The delta: what changed since the snapshot, with the label's ref.
     label_ref = _ref(data["lines"], r"#GreetingLabel")
-    assert f"~ label 'Hello, world!' #GreetingLabel [ref={label_ref}] (name was 'Hello?')" in (
-        clicked["snapshot"]
+    assert (
+        f"~ label 'Hello, world!' #GreetingLabel [ref={label_ref}] (name was 'Hello?')"
+        in (clicked["snapshot"])
     ), clicked["snapshot"]
     picked = _ok(mini_ui.call("ui_click", target=cherry))
     assert any(line.startswith("~ list item 'Cherry'") and "+selected" in line
@@ -75,8 +76,8 @@ def test_a_gone_elements_ref_is_stale(mini_ui: UIServerClient, mini_app: object)
     cancel = _ref(delta, r"^  \+ push button 'Cancel' #ConfirmCancelButton")
     closed = _ok(mini_ui.call("ui_click", target=cancel))
     assert closed["windows"]["closed"] == ["Confirm #ConfirmDialog"]
-    assert f"- push button 'Cancel' #ConfirmCancelButton [ref={cancel}] (gone)" in (
-        closed["snapshot"]
+    assert (
+        f"- push button 'Cancel' #ConfirmCancelButton [ref={cancel}] (gone)" in (closed["snapshot"])
     ), closed["snapshot"]
     stale = mini_ui.call("ui_click", target=cancel)
     assert stale.error and stale.text.startswith("StaleRefError: ref " + cancel), stale.text
