@@ -251,10 +251,10 @@ def add_desktop_tools(server: MCPServer, service: UIService) -> None:
     )
 
     async def ui_launch_app(
-        name: Annotated[str, Field(description="one of the server's --launchable names")],
+        app: Annotated[str, Field(description="one of the server's --launchable names")],
     ) -> Apps:
         return await service.call(
-            lambda: service.launch_app(name), needs_app=False, limit=service.call_timeout * 2
+            lambda: service.launch_app(app), needs_app=False, limit=service.call_timeout * 2
         )
 
     add(
