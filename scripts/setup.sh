@@ -7,7 +7,8 @@
 #   scripts/setup.sh --tests   also what only the tests need (PostgreSQL, for SQLAlchemySession;
 #                              ffmpeg, for the UI server's video recording; the MCP TypeScript
 #                              SDK from npm, the outside client of tests/ui/outside_client;
-#                              chromium, the board's browser tests)
+#                              chromium, the board's browser tests and the UI benchmark's
+#                              peer, Playwright MCP from npm, in bench/playwright_mcp)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -28,7 +29,7 @@ DEBIAN_PACKAGES=(
   xvfb xauth x11-utils dbus dbus-x11 at-spi2-core gir1.2-atspi-2.0 libgirepository1.0-dev libcairo2-dev
   libxkbcommon-x11-0 libxcb-cursor0 libxcb-icccm4 libxcb-image0 libxcb-keysyms1 libxcb-randr0
   libxcb-render-util0 libxcb-shape0 libxcb-xinerama0 libxcb-xkb1 libegl1 libgl1 libfontconfig1
-  libdbus-1-3 fonts-dejavu-core rsyslog
+  libdbus-1-3 fonts-dejavu-core rsyslog xclip
 )
 # Only the tests: a real PostgreSQL server (the suite starts a private cluster in a temp folder),
 # ffmpeg (the UI server records the desktop with it; the demo never records), chromium (the
@@ -72,6 +73,16 @@ if ((TESTS)); then
     say "installing the MCP TypeScript SDK into $OUTSIDE_CLIENT (npm ci)"
     npm ci --prefix "$OUTSIDE_CLIENT" --no-audit --no-fund --ignore-scripts --loglevel=error
     echo "$lock_sum" > "$lock_stamp"
+  fi
+  # The UI benchmark's peer: Playwright MCP, pinned, driving Debian's chromium (its own browser
+  # download is not used).
+  PEER=bench/playwright_mcp
+  peer_stamp="$PEER/node_modules/.loopkit-installed"
+  peer_sum="$(sha256sum "$PEER/package-lock.json" | cut -d' ' -f1)"
+  if [ ! -f "$peer_stamp" ] || [ "$(cat "$peer_stamp")" != "$peer_sum" ]; then
+    say "installing Playwright MCP into $PEER (npm ci)"
+    npm ci --prefix "$PEER" --no-audit --no-fund --ignore-scripts --loglevel=error
+    echo "$peer_sum" > "$peer_stamp"
   fi
 fi
 
