@@ -3,7 +3,7 @@ and shares its name with its label, so neither ``target="NoteInput"`` nor a name
 its ref from ``ui_snapshot`` does.
 
 python examples/ui_refs_step.py          # a scripted model plays the model's side (no key)
-python examples/ui_refs_step.py MODEL    # a real model via litellm, e.g. anthropic/claude-sonnet-4-5
+python examples/ui_refs_step.py MODEL    # a real model via litellm (anthropic/claude-sonnet-4-5)
 
 It starts a private headless desktop, the UI server (which launches the invoice app) and an
 agent with the server's tools. The scripted model checks every answer it gets (strict), so the
@@ -34,7 +34,8 @@ SCRIPTED_MODEL = Script.model_validate(
             {"calls": [{"name": "ui_snapshot", "arguments": {}, "expect": {"contains": [
                 "text 'Note to the customer' = '' [ref=e27]",
                 "push button 'Clear notes' [ref=e31]"]}}]},
-            {"calls": [{"name": "ui_type_text", "arguments": {"target": "e27", "text": "Thank you!"},
+            {"calls": [{"name": "ui_type_text",
+                        "arguments": {"target": "e27", "text": "Thank you!"},
                         "expect": {"json": {"success": True}, "contains": "'10 characters'"}}]},
             {"calls": [{"name": "ui_click", "arguments": {"target": "e31"},
                         "expect": {"json": {"success": True}, "contains": "'0 characters'"}}]},
