@@ -240,13 +240,13 @@ CASES: list[Case] = [
         lambda b: ["--launchable", "a=sleep 1", "--launchable", "a=sleep 2"],
         "given twice",
         False,
-    ),  # fmt: skip
+    ),
     (
         "launchable-missing-program",
         lambda b: ["--launchable", "a=no-such-program-x"],
         "not found on PATH",
         False,
-    ),  # fmt: skip
+    ),
     ("snapshots-unknown", lambda b: ["--snapshots", "some"], "--snapshots", False),
     ("backend-unknown", lambda b: ["--backend", "gtk"], "--backend", True),
     (
