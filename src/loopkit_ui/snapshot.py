@@ -183,11 +183,17 @@ def _outline(
     cut_deep = 0
     cut_lines = 0
     top = min((n.depth for n in nodes), default=0) if base_depth is None else base_depth
-    hidden_under: set[str] = set()
+    # Keys left out with their whole subtree, and why: "children", "deep" or "lines".
+    hidden: dict[str, str] = {}
     for node in nodes:
         parent_level = level.get(node.parent or "", 0) if node.depth > top else 0
-        if node.parent in hidden_under:
-            hidden_under.add(node.key)
+        if node.parent in hidden:
+            cause = hidden[node.parent]
+            hidden[node.key] = cause
+            if _shown(node) and cause == "deep":
+                cut_deep += 1
+            elif _shown(node) and cause == "lines":
+                cut_lines += 1
             continue
         if not _shown(node):
             level[node.key] = parent_level
@@ -197,15 +203,15 @@ def _outline(
         if count >= limits.max_children:
             held = skipped_children.get(owner)
             skipped_children[owner] = (held[0] if held else node, (held[1] if held else 0) + 1)
-            hidden_under.add(node.key)
+            hidden[node.key] = "children"
             continue
         if parent_level >= limits.max_depth:
             cut_deep += 1
-            hidden_under.add(node.key)
+            hidden[node.key] = "deep"
             continue
         if len(lines) >= limits.max_lines:
             cut_lines += 1
-            hidden_under.add(node.key)
+            hidden[node.key] = "lines"
             continue
         shown_children[owner] = count + 1
         level[node.key] = parent_level + 1
