@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -170,3 +171,24 @@ def test_a_second_app(
     others = [w for w in everything if w.get("app")]
     assert [w["title"] for w in others] == ["Invoice Editor"], everything
     assert [w["title"] for w in everything if not w.get("app")] == ["Mini App"]
+
+
+def test_a_dialog_of_another_process_is_visible(
+    mini_ui: UIServerClient, mini_app: subprocess.Popen[bytes]
+) -> None:
+    """A crash reporter the app starts as a separate process: listed with its app among all
+    the desktop's windows, and reachable by attaching to it."""
+    _ok(mini_ui.call("ui_click", target="ReportButton"))
+    deadline = time.monotonic() + 30
+    while True:
+        windows = mini_ui.call("ui_list_windows", all_apps=True)["windows"]
+        found = [w for w in windows if w["title"] == "Crash reporter"]
+        if found or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    assert found and found[0]["app"] == "crash_reporter" and found[0]["is_dialog"], windows
+    assert [w["title"] for w in mini_ui.call("ui_list_windows")["windows"]] == ["Mini App"]
+    assert mini_ui.call("ui_attach_app", app_name="crash_reporter")["current"] == "crash_reporter"
+    closed = _ok(mini_ui.call("ui_click", target="ReporterOkButton"))
+    assert "the application exited" in closed["effect"] or closed["windows"]["closed"], closed
+    assert mini_ui.call("ui_attach_app", app_name="mini_app")["current"] == "mini_app"
