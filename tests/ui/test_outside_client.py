@@ -66,6 +66,7 @@ CALLS: list[tuple[str, dict[str, Any]]] = [
     ("ui_snapshot", {}),
     ("ui_get_element", {"target": "e1"}),  # the first ref of the snapshot: the main window
     ("ui_set_text", {"target": "FilePathInput", "text": "x" * 3000}),
+    ("ui_type_text", {"target": "FilePathInput", "text": "y" * 600}),  # 3 chunks, with progress
     ("ui_click_at", {"x": 3, "y": 300}),
     ("ui_drag_at", {"x": 3, "y": 300, "to_x": 6, "to_y": 300}),
     ("ui_scroll", {"target": "ItemsTable", "direction": "down", "amount": 1}),
@@ -162,6 +163,10 @@ def _check(report: dict[str, Any]) -> None:
     # Every action answers a snapshot with refs; the first the whole outline.
     clicked = by_name["ui_click"]["structuredContent"]
     assert any("[ref=e" in line for line in clicked["snapshot"]), clicked
+    typed = [c for c in report["calls"] if c["name"] == "ui_type_text"][-1]
+    assert [(p["progress"], p["total"]) for p in typed["progress"]] == [
+        (250, 600), (500, 600), (600, 600)
+    ], typed  # fmt: skip
     steps = by_name["ui_run_steps"]["structuredContent"]
     assert steps["success"] and steps["ran"] == 2, steps
     assert by_name["ui_get_clipboard"]["content"][0]["text"] == "from the outside client"
