@@ -89,11 +89,19 @@ def _coerced(value: Any, schema: Mapping[str, Any]) -> bool:
     return "boolean" in kinds and text.lower() in ("true", "false", "1", "0", "yes", "no")
 
 
+_VALIDATORS: dict[int, Any] = {}  # id(schema) -> its validator (tool schemas live as long)
+
+
 def type_problems(arguments: Mapping[str, Any], schema: Mapping[str, Any]) -> list[str]:
     """Plain-worded problems of ``arguments`` against a tool's input schema (empty: none)."""
-    import jsonschema
+    validator = _VALIDATORS.get(id(schema))
+    if validator is None or validator.schema is not schema:
+        import jsonschema
 
-    validator = jsonschema.Draft202012Validator(schema)
+        validator = jsonschema.Draft202012Validator(schema)
+        _VALIDATORS[id(schema)] = validator
+    if validator.is_valid(dict(arguments)):
+        return []
     properties: Mapping[str, Any] = schema.get("properties", {})
     problems: list[str] = []
     for error in sorted(validator.iter_errors(dict(arguments)), key=lambda e: list(e.path)):
