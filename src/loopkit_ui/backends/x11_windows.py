@@ -154,6 +154,9 @@ class X11Windows:
             return not self.state(self.find(pid, title, bounds))[0]
         except UIError:
             return False
+        except Exception:  # a lost X connection: connect again next time
+            self.close()
+            return False
 
     def state(self, window: Any) -> tuple[bool, Box]:
         """Whether the window is mapped, and its box on screen."""
