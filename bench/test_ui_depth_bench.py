@@ -273,3 +273,53 @@ def test_beside_playwright_mcp(
         f"  click: Playwright (settle 0) / loopkit-ui = "
         f"{_median(quick['click']) / _median(ours['ui_click (answers its delta)']):.1f}x"
     )
+
+
+def test_where_the_time_goes(
+    servers: tuple[UIServerClient, UIServerClient], desktop: HeadlessDesktop
+) -> None:
+    """The same clicks in process (no MCP), split into waiting for the app (its first event and
+    the quiet after it: the confirmation), bringing the tree mirror up to date, and the rest
+    (lookup, input, windows, diff)."""
+    from loopkit_ui.backends.atspi import AtspiBackend
+    from loopkit_ui.backends.protocol import Locator
+
+    on, _off = servers
+    nodes = on.call("ui_tree")["nodes"]
+    backend = AtspiBackend(app_name="invoice_app", bus_address=desktop.a11y_bus_address,
+                           display=desktop.display, attach_timeout=20)  # fmt: skip
+    spent = {"waiting for the app's events": 0.0, "mirror sync": 0.0}
+    try:
+        backend.attach()
+        backend.snapshot()
+        monitor, mirror = backend.monitor, backend.mirror
+        settle, sync = monitor.wait_settled, mirror.sync
+
+        def timed(key: str, fn: Any) -> Any:
+            def wrapper(*args: Any, **kwargs: Any) -> Any:
+                start = time.perf_counter()
+                try:
+                    return fn(*args, **kwargs)
+                finally:
+                    spent[key] += (time.perf_counter() - start) * 1000
+
+            return wrapper
+
+        monitor.wait_settled = timed("waiting for the app's events", settle)  # type: ignore[method-assign]
+        mirror.sync = timed("mirror sync", sync)  # type: ignore[method-assign]
+        total = []
+        for _ in range(ROUNDS // 2):
+            for target in ("AddItemButton", "DeleteSelectedButton"):
+                start = time.perf_counter()
+                assert backend.click(Locator(target=target), diff=True).success
+                total.append((time.perf_counter() - start) * 1000)
+    finally:
+        backend.close()
+    clicks = len(total)
+    print(f"\n\nWhere a click + diff's time goes, in process, {nodes} nodes, {clicks} clicks (load "
+          f"{' '.join(Path('/proc/loadavg').read_text().split()[:3])})")  # fmt: skip
+    print(_line("click + diff, in process", total))
+    for key, value in spent.items():
+        print(f"  {key:<52} mean {value / clicks:6.1f} ms a click")
+    rest = statistics.mean(total) - sum(spent.values()) / clicks
+    print(f"  {'the rest (lookup, input, windows, diff)':<52} mean {rest:6.1f} ms a click")
