@@ -34,6 +34,7 @@ from loopkit_ui.answers import (
 from loopkit_ui.app_tools import add_app_tools
 from loopkit_ui.assertions import AssertionResult, TextMatch, check
 from loopkit_ui.backends.protocol import (
+    AppNotFoundError,
     ElementInfo,
     UIError,
     WaitCondition,
@@ -129,12 +130,16 @@ def build_server(
         ] = False,
     ) -> Windows:
         def run() -> WindowList:
-            windows = service.backend.list_windows()
-            if all_apps:
-                windows += service.backend.other_windows()
-            return WindowList(windows=windows)
+            if not all_apps:
+                return WindowList(windows=service.backend.list_windows())
+            try:
+                windows = service.backend.list_windows()
+            except AppNotFoundError:
+                windows = []  # the app died: what else shows (its crash reporter) still counts
+            return WindowList(windows=windows + service.backend.other_windows())
 
-        return await service.call(run)
+        # With all_apps the answer needs no app: after a crash it shows who is left.
+        return await service.call(run, needs_app=not all_apps)
 
     add(
         ui_list_windows,

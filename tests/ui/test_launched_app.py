@@ -62,6 +62,9 @@ def test_a_dead_app_is_reported_and_restarted(
         assert not desktop.error and Path(desktop["path"]).stat().st_size > 0, desktop
         cropped = ui.call("ui_screenshot", window="Invoice Editor")
         assert cropped.error and "killed by signal 9 (SIGKILL)" in cropped.text, cropped
+        # What else shows on the desktop (a crash reporter would) is listed without the app.
+        left = ui.call("ui_list_windows", all_apps=True)
+        assert not left.error and all(w["app"] for w in left["windows"]), left
 
         restarted = ui.call("ui_restart_app")
         assert not restarted.error, restarted
