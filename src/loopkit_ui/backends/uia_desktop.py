@@ -96,9 +96,12 @@ class UIADesktop(UIACore):
                 actual = self._text(control)[0] or ""
                 return actual == text, f"text is now {len(actual):,} characters long"
 
+            def perform() -> None:  # SetValue answers a bool: not a refusal
+                value.SetValue(text, waitTime=0)
+
             return self._act(
-                auto, "set_text", locator.describe(),
-                lambda: value.SetValue(text, waitTime=0), expect=None, diff=diff, verify=verify,
+                auto, "set_text", locator.describe(), perform, expect=None, diff=diff,
+                verify=verify,
             )  # fmt: skip
 
         return self._run(run)
@@ -171,9 +174,13 @@ class UIADesktop(UIACore):
         def run(auto: Any) -> ActionResult:
             self._attach(auto)
             start, end = self._info_at(auto, x, y), self._info_at(auto, to_x, to_y)
+
+            def perform() -> None:
+                auto.DragDrop(x, y, to_x, to_y, 2, 0)
+
             result = self._act(
-                auto, "drag_at", f"({x}, {y}) -> ({to_x}, {to_y})",
-                lambda: auto.DragDrop(x, y, to_x, to_y, 2, 0), expect=None, diff=diff,
+                auto, "drag_at", f"({x}, {y}) -> ({to_x}, {to_y})", perform, expect=None,
+                diff=diff,
             )  # fmt: skip
             result.detail = f"from {start.label()} to {end.label()}"
             return result
@@ -230,9 +237,12 @@ class UIADesktop(UIACore):
                 shown = not control.IsOffscreen
                 return shown, f"{locator.describe()} shows: {shown}"
 
+            def perform() -> None:  # ScrollIntoView answers a bool: not a refusal
+                pattern.ScrollIntoView(waitTime=0)
+
             return self._act(
-                auto, "scroll_into_view", locator.describe(),
-                lambda: pattern.ScrollIntoView(waitTime=0), expect=None, diff=False, verify=verify,
+                auto, "scroll_into_view", locator.describe(), perform, expect=None, diff=False,
+                verify=verify,
             )  # fmt: skip
 
         return self._run(run)
