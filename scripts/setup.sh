@@ -9,7 +9,8 @@
 #                              SDK from npm, the outside client of tests/ui/outside_client;
 #                              the AG-UI client and MCP Inspector CLI of tests/interop/clients;
 #                              Arize Phoenix in .venv-phoenix, the traces test's OTLP receiver;
-#                              chromium, the board's browser tests)
+#                              chromium, the board's browser tests and the UI benchmark's
+#                              peer, Playwright MCP from npm, in bench/playwright_mcp)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -30,7 +31,7 @@ DEBIAN_PACKAGES=(
   xvfb xauth x11-utils dbus dbus-x11 at-spi2-core gir1.2-atspi-2.0 libgirepository1.0-dev libcairo2-dev
   libxkbcommon-x11-0 libxcb-cursor0 libxcb-icccm4 libxcb-image0 libxcb-keysyms1 libxcb-randr0
   libxcb-render-util0 libxcb-shape0 libxcb-xinerama0 libxcb-xkb1 libegl1 libgl1 libfontconfig1
-  libdbus-1-3 fonts-dejavu-core rsyslog
+  libdbus-1-3 fonts-dejavu-core rsyslog xclip
 )
 # Only the tests: a real PostgreSQL server (the suite starts a private cluster in a temp folder),
 # ffmpeg (the UI server records the desktop with it; the demo never records), chromium (the
@@ -56,34 +57,31 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-# Only the tests: the MCP TypeScript SDK (pinned by its package-lock.json), the outside client
-# that tests/ui/test_outside_client.py drives the UI server with. Node.js from Debian when the
-# machine has none.
-OUTSIDE_CLIENT=tests/ui/outside_client
+# Only the tests: npm packages, each folder pinned by its package-lock.json and installed again
+# only when that file changes. Node.js from Debian when the machine has none.
+npm_ci_once() {  # folder, what it is
+  local stamp="$1/node_modules/.loopkit-installed" sum
+  sum="$(sha256sum "$1/package-lock.json" | cut -d' ' -f1)"
+  if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$sum" ]; then
+    say "installing $2 into $1 (npm ci)"
+    npm ci --prefix "$1" --no-audit --no-fund --ignore-scripts --loglevel=error
+    echo "$sum" > "$stamp"
+  fi
+}
 if ((TESTS)); then
   if ! command -v npm >/dev/null; then
     SUDO=""
     [ "$(id -u)" -eq 0 ] || SUDO="sudo"
-    say "installing Node.js (Debian packages nodejs npm) for the outside MCP client"
+    say "installing Node.js (Debian packages nodejs npm) for the tests' outside clients"
     $SUDO apt-get update -qq
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends nodejs npm >/dev/null
   fi
-  lock_stamp="$OUTSIDE_CLIENT/node_modules/.loopkit-installed"
-  lock_sum="$(sha256sum "$OUTSIDE_CLIENT/package-lock.json" | cut -d' ' -f1)"
-  if [ ! -f "$lock_stamp" ] || [ "$(cat "$lock_stamp")" != "$lock_sum" ]; then
-    say "installing the MCP TypeScript SDK into $OUTSIDE_CLIENT (npm ci)"
-    npm ci --prefix "$OUTSIDE_CLIENT" --no-audit --no-fund --ignore-scripts --loglevel=error
-    echo "$lock_sum" > "$lock_stamp"
-  fi
-  # The interop tests' official clients: @ag-ui/client and the MCP Inspector's CLI.
-  INTEROP_CLIENTS=tests/interop/clients
-  interop_stamp="$INTEROP_CLIENTS/node_modules/.loopkit-installed"
-  interop_sum="$(sha256sum "$INTEROP_CLIENTS/package-lock.json" | cut -d' ' -f1)"
-  if [ ! -f "$interop_stamp" ] || [ "$(cat "$interop_stamp")" != "$interop_sum" ]; then
-    say "installing the AG-UI client and the MCP Inspector CLI into $INTEROP_CLIENTS (npm ci)"
-    npm ci --prefix "$INTEROP_CLIENTS" --no-audit --no-fund --ignore-scripts --loglevel=error
-    echo "$interop_sum" > "$interop_stamp"
-  fi
+  # the outside client that tests/ui/test_outside_client.py drives the UI server with
+  npm_ci_once tests/ui/outside_client "the MCP TypeScript SDK"
+  # the interop tests' official clients
+  npm_ci_once tests/interop/clients "the AG-UI client and the MCP Inspector CLI"
+  # the UI benchmark's peer, driving Debian's chromium (its own browser download is not used)
+  npm_ci_once bench/playwright_mcp "Playwright MCP"
 fi
 
 # Only the tests: Arize Phoenix, a real OTLP trace receiver and viewer for the traces test

@@ -23,6 +23,11 @@ _EXPORTS: dict[str, str] = {
     "ElementVanishedError": "loopkit_ui.backends.protocol",
     "Expectation": "loopkit_ui.backends.protocol",
     "Locator": "loopkit_ui.backends.protocol",
+    "StaleRefError": "loopkit_ui.backends.protocol",
+    "RefTable": "loopkit_ui.snapshot",
+    "SnapshotLimits": "loopkit_ui.snapshot",
+    "render_delta": "loopkit_ui.snapshot",
+    "render_outline": "loopkit_ui.snapshot",
     "TreeDiff": "loopkit_ui.backends.protocol",
     "TreeNode": "loopkit_ui.backends.protocol",
     "TreeSnapshot": "loopkit_ui.backends.protocol",
@@ -51,6 +56,7 @@ if TYPE_CHECKING:
         ElementVanishedError,
         Expectation,
         Locator,
+        StaleRefError,
         TreeDiff,
         TreeNode,
         TreeSnapshot,
@@ -62,6 +68,7 @@ if TYPE_CHECKING:
         WindowReport,
     )
     from loopkit_ui.session import DesktopError, HeadlessDesktop
+    from loopkit_ui.snapshot import RefTable, SnapshotLimits, render_delta, render_outline
 else:
     # Hidden from type checkers: a module ``__getattr__`` would make any misspelt name "Any".
     from loopkit._lazy import lazy_exports
@@ -81,6 +88,9 @@ __all__ = [
     "Expectation",
     "HeadlessDesktop",
     "Locator",
+    "RefTable",
+    "SnapshotLimits",
+    "StaleRefError",
     "TreeDiff",
     "TreeNode",
     "TreeSnapshot",
@@ -93,4 +103,6 @@ __all__ = [
     "create_backend",
     "default_backend_name",
     "diff_trees",
+    "render_delta",
+    "render_outline",
 ]

@@ -18,16 +18,22 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from loopkit_ui.assertions import AssertionResult
-from loopkit_ui.backends.protocol import WindowInfo
+from loopkit_ui.backends.protocol import ActionResult, AppInfo, WindowInfo
 
 __all__ = [
+    "ActionAnswer",
+    "AppList",
     "AppRestarted",
     "AssertionAnswer",
+    "ClipboardAnswer",
     "OutputFile",
     "PropertyAnswer",
     "RecordingStarted",
     "RecordingStopped",
     "ScreenshotAnswer",
+    "SnapshotAnswer",
+    "StepOutcome",
+    "StepsAnswer",
     "TextAnswer",
     "TreeAnswer",
     "WindowList",
@@ -145,7 +151,7 @@ class RecordingStarted(BaseModel):
 class RecordingStopped(OutputFile):
     """The answer of ``ui_stop_recording``: the finished video."""
 
-    seconds: float = Field(description="how long the recording ran")
+    seconds: float = Field(description="the video's length (ffprobe's; the time it ran without it)")
     size_bytes: int = Field(description="the file's size")
     ended: Literal["stopped", "limit", "failed"] = Field(
         description="stopped: by this call; limit: it had reached max_seconds or max_bytes "
@@ -166,3 +172,72 @@ class AppRestarted(BaseModel):
     command: list[str]
     output_log: str = Field(description="the app's stdout and stderr go to this file")
     previous_exit: str = Field(description="how the previous process ended")
+
+
+class ActionAnswer(ActionResult):
+    """The answer to every action: the backend's result and, unless the server runs with
+    ``--snapshots none``, what changed in the app since the model last looked (a delta with
+    refs; the whole outline the first time)."""
+
+    snapshot: list[str] | None = Field(
+        default=None,
+        description="what changed since the last snapshot or action, one element a line: "
+        "'+' appeared, '~' changed, '-' gone (its ref is stale now), each with [ref=eN]; lines "
+        "starting with '#' are notes. The whole outline the first time; [] when nothing changed",
+    )
+
+
+class SnapshotAnswer(BaseModel):
+    """The answer of ``ui_snapshot``: the app's tree as a compact outline with refs."""
+
+    app: str = Field(description="the application it shows")
+    nodes: int = Field(description="how many nodes the tree (or the part asked for) has")
+    shown: int = Field(description="how many of them the outline lists")
+    truncated: bool = Field(description="true when a limit cut the outline (see the notes)")
+    lines: list[str] = Field(description="one element a line: role 'name' #id [states] [ref=eN]")
+    notes: list[str] = Field(default_factory=list, description="what was cut, and how to see it")
+
+    def render(self) -> str:
+        head = f"# {self.app}: {self.shown} of {self.nodes} elements; act on one by its ref"
+        return "\n".join([head, *self.lines, *(f"# {note}" for note in self.notes)])
+
+
+class AppList(BaseModel):
+    """The answer of ``ui_list_apps``, ``ui_attach_app`` and ``ui_launch_app``."""
+
+    current: str | None = Field(description="the app the tools work on (refs name their own app)")
+    attached: list[str] = Field(description="the apps this server is attached to, by name")
+    running: list[AppInfo] = Field(description="the accessible applications on the desktop")
+    launchable: list[str] = Field(
+        default_factory=list,
+        description="names ui_launch_app can start (the server's --launchable)",
+    )
+
+
+class ClipboardAnswer(BaseModel):
+    """The answer of ``ui_get_clipboard`` and ``ui_set_clipboard``."""
+
+    text: str
+
+    def render(self) -> str:
+        return self.text
+
+
+class StepOutcome(BaseModel):
+    """One step of ``ui_run_steps``."""
+
+    step: int = Field(description="its number, from 1")
+    tool: str
+    ok: bool
+    answer: str = Field(description="the step's answer as text (cut at 300 characters)")
+
+
+class StepsAnswer(BaseModel):
+    """The answer of ``ui_run_steps``: each step's outcome and one delta at the end."""
+
+    success: bool = Field(description="true when every step ran and none failed")
+    ran: int = Field(description="how many steps ran")
+    steps: list[StepOutcome]
+    snapshot: list[str] | None = Field(
+        default=None, description="what the steps changed, as after any action (with refs)"
+    )

@@ -40,6 +40,7 @@ __all__ = [
     "RecordingError",
     "ScreenRecorder",
     "ffmpeg_command",
+    "video_seconds",
 ]
 
 DEFAULT_FPS = 10
@@ -104,6 +105,22 @@ def ffmpeg_command(
         "500000",
         str(path),
     ]
+
+
+def video_seconds(path: Path) -> float | None:
+    """The video's own length by ffprobe (not the time the recorder ran: a recording that hit
+    its limit long before it was stopped is as long as its limit); None when ffprobe is missing
+    or finds no length."""
+    program = shutil.which("ffprobe")
+    if program is None or not path.exists() or path.stat().st_size == 0:
+        return None
+    command = [program, "-v", "error", "-show_entries", "format=duration",
+               "-of", "default=noprint_wrappers=1:nokey=1", str(path)]  # fmt: skip
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=30, check=False)
+        return round(float(done.stdout.strip().splitlines()[0]), 2)
+    except (OSError, subprocess.SubprocessError, ValueError, IndexError):
+        return None
 
 
 @dataclass
@@ -250,7 +267,9 @@ class ScreenRecorder:
             ended = "limit" if process.returncode == 0 else "failed"
         else:
             self._finish(process)
-        seconds = round(time.monotonic() - recording.started, 1)
+        seconds = video_seconds(recording.path)
+        if seconds is None:  # no ffprobe, or nothing it can read: the time it ran
+            seconds = round(time.monotonic() - recording.started, 1)
         detail = None
         if process.returncode not in (0, 255, -signal.SIGINT) and ended != "limit":
             # 255: ffmpeg's status after a SIGINT it handled (the file is finalized all the same)

@@ -126,6 +126,26 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--launch-cwd", help="working directory for --launch")
     parser.add_argument(
+        "--launchable",
+        action="append",
+        default=[],
+        metavar="NAME=COMMAND",
+        help="an app ui_launch_app may start by NAME (shell-quoted COMMAND); repeatable. "
+        "Nothing else can be launched through the tools",
+    )
+    parser.add_argument(
+        "--snapshots",
+        choices=["incremental", "full", "none"],
+        default="incremental",
+        help="what every action's answer carries of the tree: what changed since the last look, "
+        "with refs (incremental, the default), the whole outline (full) or nothing (none)",
+    )
+    parser.add_argument(
+        "--screenshot-images",
+        action="store_true",
+        help="ui_screenshot answers the PNG as image content too (per call: image=true/false)",
+    )
+    parser.add_argument(
         "--output-dir",
         type=Path,
         default=os.environ.get("LOOPKIT_UI_OUTPUT_DIR") or None,
@@ -161,12 +181,32 @@ def _check(args: argparse.Namespace) -> tuple[HttpAddress | None, str | None, li
     if args.pid is not None:
         check_pid(args.pid)
     launch = check_launch(args.launch, args.launch_cwd) if args.launch is not None else None
-    if args.launch_cwd is not None and launch is None:
-        raise BadInput(f"--launch-cwd {shown(args.launch_cwd)} applies to --launch only")
+    args.launchables = _launchables(args.launchable, args.launch_cwd)
+    if args.launch_cwd is not None and launch is None and not args.launchables:
+        raise BadInput(
+            f"--launch-cwd {shown(args.launch_cwd)} applies to --launch and --launchable only"
+        )
     _check_backend(args.backend)
     if args.output_dir is not None:
         check_output_dir(args.output_dir, "--output-dir")
     return address, token, launch
+
+
+def _launchables(given: list[str], cwd: str | None) -> dict[str, list[str]]:
+    """``NAME=COMMAND`` options as a mapping; each command checked as ``--launch`` is."""
+    found: dict[str, list[str]] = {}
+    for item in given:
+        name, sep, command = item.partition("=")
+        name = name.strip()
+        if not sep or not name or not command.strip():
+            raise BadInput(f"--launchable {shown(item)}: expected NAME=COMMAND")
+        if name in found:
+            raise BadInput(f"--launchable: the name {shown(name)} is given twice")
+        try:
+            found[name] = check_launch(command, cwd)
+        except BadInput as error:
+            raise BadInput(f"--launchable {shown(name)}: {error}") from None
+    return found
 
 
 def _check_backend(name: str | None) -> None:
@@ -239,6 +279,9 @@ def _service(args: argparse.Namespace, launch: list[str] | None) -> UIService:
             display=os.environ.get("DISPLAY"),
             # A recording (ffmpeg) ends with the server even when the server is killed.
             recorder_preexec=parent_death_signal(signals.SIGTERM),
+            snapshots=args.snapshots,
+            screenshot_images=args.screenshot_images,
+            launchable=args.launchables,
         )
     except OSError as error:
         what = f"--launch {shown(args.launch)}" if launch else "the server"

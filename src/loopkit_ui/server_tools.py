@@ -15,12 +15,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Annotated, Literal
 
+import anyio
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.resources import FileResource
 from mcp_types import CallToolResult
 from pydantic import Field
 
 from loopkit import __version__
+from loopkit_ui.action_tools import add_action_tools
 from loopkit_ui.answers import (
     AssertionAnswer,
     PropertyAnswer,
@@ -30,60 +32,28 @@ from loopkit_ui.answers import (
     WindowList,
 )
 from loopkit_ui.app_tools import add_app_tools
-from loopkit_ui.assertions import TextMatch, check
+from loopkit_ui.assertions import AssertionResult, TextMatch, check
 from loopkit_ui.backends.protocol import (
-    ActionResult,
-    ClickMethod,
+    AppNotFoundError,
     ElementInfo,
-    Expectation,
-    Locator,
     UIError,
     WaitCondition,
     WaitResult,
 )
+from loopkit_ui.desktop_tools import add_desktop_tools
 from loopkit_ui.missing_ids import add_missing_id_tools
 from loopkit_ui.outputs import PublishedFile
 from loopkit_ui.service import UIService, answer, render_tree
+from loopkit_ui.snapshot_tools import add_snapshot_tools
 from loopkit_ui.strict_arguments import refuse_unknown_arguments
 from loopkit_ui.tool_hints import hints
+from loopkit_ui.tool_types import TIMINGS, CellColumn, CellRow, Column, Row, Target, Window
 
 if TYPE_CHECKING:
     from mcp.server.auth.provider import TokenVerifier
     from mcp.server.auth.settings import AuthSettings
 
 __all__ = ["TIMINGS", "build_server"]
-
-# Typical times measured with bench/test_ui_bench.py (Xvfb, 2 shared cores, MCP over stdio);
-# they go into the tool descriptions so a model can plan. Keep them in step with the bench.
-TIMINGS = {
-    "click": "about 30 ms (300 ms when nothing happens)",
-    "read": "about 3 ms",
-    "tree": "about 10 ms (the first call about 0.5 ms a node)",
-    "type": "about 25 ms",
-    "set_cell": "about 45 ms",
-    "windows": "about 5 ms",
-    "screenshot": "about 55 ms",
-}
-
-Target = Annotated[
-    str,
-    Field(description="the element's accessible id (tried first) or its visible name"),
-]
-Row = Annotated[int | None, Field(description="table row (from 0) when target is a table")]
-Column = Annotated[int | None, Field(description="table column (from 0) with row")]
-CellRow = Annotated[int, Field(description="the cell's row, from 0 (headers excluded)")]
-CellColumn = Annotated[int, Field(description="the cell's column, from 0")]
-Window = Annotated[str | None, Field(description="only search this top-level window (id or title)")]
-Diff = Annotated[
-    bool,
-    Field(description="also return the tree diff (appeared/disappeared/changed, max 30 each)"),
-]
-Appear = Annotated[
-    list[str] | None,
-    Field(description="ids/names that must appear; the action fails if they do not"),
-]
-Disappear = Annotated[list[str] | None, Field(description="ids/names that must disappear")]
-ExpectTimeout = Annotated[float, Field(gt=0, le=60, description="seconds for appear/disappear")]
 
 # What each answer is, for the SDK: the second argument of Annotated becomes the outputSchema
 # and the structuredContent of every non-error answer is validated against it.
@@ -92,26 +62,16 @@ Tree = Annotated[CallToolResult, TreeAnswer]
 Element = Annotated[CallToolResult, ElementInfo]
 Text = Annotated[CallToolResult, TextAnswer]
 Property = Annotated[CallToolResult, PropertyAnswer]
-Action = Annotated[CallToolResult, ActionResult]
 Assertion = Annotated[CallToolResult, AssertionAnswer]
 Waited = Annotated[CallToolResult, WaitResult]
 Screenshot = Annotated[CallToolResult, ScreenshotAnswer]
 
-# What a target is and how it is found is in the target, row and column parameters'
-# descriptions: the tool descriptions do not repeat it (every schema is sent with every request).
-_ACTION_ANSWER = "Answers success, effect, active_dialog and the windows opened or closed."
 
-
-def _loc(target: str, row: int | None, column: int | None, window: str | None) -> Locator:
-    return Locator(target=target, row=row, column=column, window=window)
-
-
-def _expect(
-    appear: list[str] | None, disappear: list[str] | None, timeout: float
-) -> Expectation | None:
-    if not appear and not disappear:
-        return None
-    return Expectation(appear=appear or [], disappear=disappear or [], timeout=timeout)
+def _element(
+    service: UIService, target: str, row: int | None, column: int | None, window: str | None
+) -> ElementInfo:
+    backend, locator = service.locate(target, row, column, window)
+    return backend.get_element(locator)
 
 
 def _serve_resources(server: MCPServer, service: UIService) -> None:
@@ -149,9 +109,10 @@ def build_server(
         token_verifier=token_verifier,
         warn_on_duplicate_resources=False,
         instructions=(
-            "Drive the desktop application through its accessibility tree like a tester. Use ids "
-            "from ui_tree (written to a file: read it). Every action reports windows opened and "
-            "closed and the active dialog: answer dialogs before anything else."
+            "Drive the desktop application through its accessibility tree like a tester. "
+            "ui_snapshot shows the tree with a ref per element (target='e12'); ids from it or "
+            "from ui_tree work too. Every action reports windows opened and closed, the active "
+            "dialog (answer dialogs before anything else) and what changed, with new refs."
         ),
     )
     _serve_resources(server, service)
@@ -159,8 +120,26 @@ def build_server(
 
     # -- read ----------------------------------------------------------------------------
 
-    async def ui_list_windows() -> Windows:
-        return await service.call(lambda: WindowList(windows=service.backend.list_windows()))
+    async def ui_list_windows(
+        all_apps: Annotated[
+            bool,
+            Field(
+                description="also the windows of the desktop's other apps (a file chooser or "
+                "a crash reporter of another process), each with its app"
+            ),
+        ] = False,
+    ) -> Windows:
+        def run() -> WindowList:
+            if not all_apps:
+                return WindowList(windows=service.backend.list_windows())
+            try:
+                windows = service.backend.list_windows()
+            except AppNotFoundError:
+                windows = []  # the app died: what else shows (its crash reporter) still counts
+            return WindowList(windows=windows + service.backend.other_windows())
+
+        # With all_apps the answer needs no app: after a crash it shows who is left.
+        return await service.call(run, needs_app=not all_apps)
 
     add(
         ui_list_windows,
@@ -212,9 +191,7 @@ def build_server(
     async def ui_get_element(
         target: Target, row: Row = None, column: Column = None, window: Window = None
     ) -> Element:
-        return await service.call(
-            lambda: service.backend.get_element(_loc(target, row, column, window))
-        )
+        return await service.call(lambda: _element(service, target, row, column, window))
 
     add(
         ui_get_element,
@@ -228,7 +205,7 @@ def build_server(
         target: Target, row: Row = None, column: Column = None, window: Window = None
     ) -> Text:
         def run() -> TextAnswer:
-            info = service.backend.get_element(_loc(target, row, column, window))
+            info = _element(service, target, row, column, window)
             return TextAnswer(text=info.text if info.text is not None else info.name)
 
         return await service.call(run)
@@ -249,7 +226,7 @@ def build_server(
         window: Window = None,
     ) -> Property:
         return await service.call(
-            lambda: service.read_property(_loc(target, row, column, window), property)
+            lambda: service.read_property(*service.locate(target, row, column, window), property)
         )
 
     add(
@@ -262,9 +239,7 @@ def build_server(
     )
 
     async def ui_get_cell(table: Target, row: CellRow, column: CellColumn) -> Element:
-        return await service.call(
-            lambda: service.backend.get_element(_loc(table, row, column, None))
-        )
+        return await service.call(lambda: _element(service, table, row, column, None))
 
     add(
         ui_get_cell,
@@ -274,188 +249,24 @@ def build_server(
         f"table with this id. Typical time: {TIMINGS['read']}.",
     )
 
-    # -- act -----------------------------------------------------------------------------
-
-    def _clicker(name: str, button: str, count: int) -> None:
-        async def tool(
-            target: Target,
-            row: Row = None,
-            column: Column = None,
-            window: Window = None,
-            method: Annotated[
-                ClickMethod,
-                Field(
-                    description="auto: synthesized mouse input, the accessible action when "
-                    "off screen; input; action (Qt's Press, ~100 ms slower)"
-                ),
-            ] = "auto",
-            diff: Diff = False,
-            expect_appear: Appear = None,
-            expect_disappear: Disappear = None,
-            expect_timeout: ExpectTimeout = 3.0,
-        ) -> Action:
-            expectation = _expect(expect_appear, expect_disappear, expect_timeout)
-            return await service.call(
-                lambda: service.backend.click(
-                    _loc(target, row, column, window),
-                    button=button,  # type: ignore[arg-type]
-                    count=count,
-                    method=method,
-                    expect=expectation,
-                    diff=diff,
-                ),
-                limit=service.call_timeout + expect_timeout,
-            )
-
-        tool.__name__ = name
-        what = {
-            "ui_click": "Click",
-            "ui_double_click": "Double-click",
-            "ui_right_click": "Right-click",
-        }[name]
-        add(
-            tool,
-            name=name,
-            title=f"{what} an element",
-            annotations=hints(f"{what} an element", "act"),
-            description=f"{what} an element like a user and wait for the "
-            f"effect (accessibility events, or expect_appear/expect_disappear). "
-            f"{_ACTION_ANSWER} Typical time: {TIMINGS['click']}.",
-        )
-
-    _clicker("ui_click", "left", 1)
-    _clicker("ui_double_click", "left", 2)
-    _clicker("ui_right_click", "right", 1)
-
-    async def ui_hover(
-        target: Target, row: Row = None, column: Column = None, window: Window = None
-    ) -> Action:
-        return await service.call(lambda: service.backend.hover(_loc(target, row, column, window)))
-
-    add(
-        ui_hover,
-        title="Hover over an element",
-        annotations=hints("Hover over an element", "harmless"),
-        description=f"Move the mouse over an element. {_ACTION_ANSWER} Typical time: "
-        f"{TIMINGS['click']}.",
-    )
-
-    async def ui_type_text(
-        target: Target,
-        text: Annotated[str, Field(description="the text to type, as a user would")],
-        clear: Annotated[bool, Field(description="replace the content (default) or append")] = True,
-        window: Window = None,
-        diff: Diff = False,
-    ) -> Action:
-        return await service.call(
-            lambda: service.backend.type_text(
-                _loc(target, None, None, window), text, clear=clear, diff=diff
-            )
-        )
-
-    add(
-        ui_type_text,
-        title="Type into a field",
-        annotations=hints("Type into a field", "act"),
-        description="Focus a text field and type text with the keyboard, then "
-        "read it back (success false and detail when the field shows something else). For table "
-        f"cells use ui_set_cell. {_ACTION_ANSWER} Typical time: {TIMINGS['type']}.",
-    )
-
-    async def ui_press_keys(
-        keys: Annotated[str, Field(description="e.g. 'Enter', 'ctrl+s', 'shift+Tab Tab', 'F2'")],
-        target: Annotated[str | None, Field(description="focus this element first")] = None,
-        window: Window = None,
-        diff: Diff = False,
-    ) -> Action:
-        locator = _loc(target, None, None, window) if target else None
-        return await service.call(
-            lambda: service.backend.press_keys(keys, locator=locator, diff=diff)
-        )
-
-    add(
-        ui_press_keys,
-        title="Press keys",
-        annotations=hints("Press keys", "act"),
-        description="Press keys or key combinations (space separated) on the "
-        f"focused element or on target. {_ACTION_ANSWER} Typical time: {TIMINGS['type']}.",
-    )
-
-    async def ui_select_item(
-        target: Target,
-        item: Annotated[
-            str,
-            Field(
-                description="the item's name, or '#N' for the item at index N counting from 0; "
-                "on a table '#N' is data row N (headers excluded, as row counts everywhere)"
-            ),
-        ],
-        window: Window = None,
-        diff: Diff = False,
-    ) -> Action:
-        return await service.call(
-            lambda: service.backend.select_item(_loc(target, None, None, window), item, diff=diff)
-        )
-
-    add(
-        ui_select_item,
-        title="Select an item",
-        annotations=hints("Select an item", "act"),
-        description="Select an item of a list, tab list or combo box. "
-        f"{_ACTION_ANSWER} Typical time: {TIMINGS['click']}.",
-    )
-
-    async def ui_drag_and_drop(
-        source: Annotated[str, Field(description="the element to drag (id or name)")],
-        target: Annotated[str, Field(description="the element to drop it on (id or name)")],
-        window: Window = None,
-        diff: Diff = False,
-    ) -> Action:
-        return await service.call(
-            lambda: service.backend.drag_and_drop(
-                _loc(source, None, None, window), _loc(target, None, None, window), diff=diff
-            )
-        )
-
-    add(
-        ui_drag_and_drop,
-        title="Drag and drop",
-        annotations=hints("Drag and drop", "act"),
-        description="Drag source onto target with the mouse. "
-        f"{_ACTION_ANSWER} Typical time: about 150 ms.",
-    )
-
-    async def ui_set_cell(
-        table: Target,
-        row: CellRow,
-        column: CellColumn,
-        text: Annotated[str, Field(description="the cell's new text")],
-        diff: Diff = False,
-    ) -> Action:
-        return await service.call(
-            lambda: service.backend.set_cell(_loc(table, row, column, None), text, diff=diff)
-        )
-
-    add(
-        ui_set_cell,
-        title="Edit a table cell",
-        annotations=hints("Edit a table cell", "act"),
-        description="Edit a table cell like a user (double-click, type, Enter) and "
-        "read it back: success false with detail when the cell did not take the text (e.g. a "
-        f"read-only column). {_ACTION_ANSWER} Typical time: {TIMINGS['set_cell']}.",
-    )
-
     # -- assert --------------------------------------------------------------------------
 
     async def _assert(
-        locator: Locator, what: str, expected: str | bool, match: TextMatch
+        place: tuple[str, int | None, int | None, str | None],
+        what: str,
+        expected: str | bool,
+        match: TextMatch,
     ) -> CallToolResult:
         if (death := service.app_death()) is not None:
             return answer(f"AppNotFoundError: {death}", error=True)
+
+        def run() -> AssertionResult:
+            # A stale ref is an element that does not exist: the check says so, no error.
+            backend, locator = service.locate(*place, strict=False)
+            return check(backend, locator, what, expected=expected, match=match)  # type: ignore[arg-type]
+
         try:
-            result = await service.run(
-                lambda: check(service.backend, locator, what, expected=expected, match=match)  # type: ignore[arg-type]
-            )
+            result = await service.run(run)
         except UIError as error:
             return await service.error_answer(error)
         except ValueError as error:  # bad input: answer it
@@ -470,7 +281,7 @@ def build_server(
             column: Column = None,
             window: Window = None,
         ) -> Assertion:
-            return await _assert(_loc(target, row, column, window), what, expected, "equals")
+            return await _assert((target, row, column, window), what, expected, "equals")
 
         tool.__name__ = name
         claim = "exists" if what == "exists" else f"is {what}"
@@ -498,7 +309,7 @@ def build_server(
             column: Column = None,
             window: Window = None,
         ) -> Assertion:
-            return await _assert(_loc(target, row, column, window), what, expected, match)
+            return await _assert((target, row, column, window), what, expected, match)
 
         tool.__name__ = name
         title = f"Assert an element's {what}"
@@ -528,11 +339,11 @@ def build_server(
         column: Column = None,
         window: Window = None,
     ) -> Waited:
-        locator = _loc(target, row, column, window)
-        return await service.call(
-            lambda: service.backend.wait_for(locator, condition, value=value, timeout=timeout),
-            limit=timeout + service.call_timeout,
-        )
+        def run() -> WaitResult:
+            backend, locator = service.locate(target, row, column, window, strict=False)
+            return backend.wait_for(locator, condition, value=value, timeout=timeout)
+
+        return await service.call(run, limit=timeout + service.call_timeout)
 
     add(
         ui_wait_for,
@@ -544,31 +355,58 @@ def build_server(
     )
 
     async def ui_screenshot(
-        target: Annotated[str | None, Field(description="only this element")] = None,
-        window: Window = None,
+        target: Annotated[
+            str | None, Field(description="crop to this element (ref, id or name)")
+        ] = None,
+        window: Annotated[
+            str | None, Field(description="crop to this top-level window (id or title)")
+        ] = None,
+        image: Annotated[
+            bool | None,
+            Field(
+                description="also answer the PNG itself as image content, for a model that "
+                "sees images (default: the server's --screenshot-images)"
+            ),
+        ] = None,
     ) -> Screenshot:
-        locator = _loc(target, None, None, window) if target else None
-
         def run() -> ScreenshotAnswer:
             path = service.next_path("screenshot", ".png")  # created 0600, then written into
             try:
-                written = service.backend.screenshot(str(path), locator=locator)
+                if target:
+                    backend, locator = service.locate(target, None, None, window)
+                    written = backend.screenshot(str(path), locator=locator)
+                else:
+                    written = service.backend.screenshot(str(path), window=window)
             except BaseException:
                 path.unlink(missing_ok=True)  # no empty file left by a failed screenshot
                 raise
             file = service.outputs.publish(path, "a screenshot")
             return ScreenshotAnswer(path=written, uri=file.uri, mime_type=file.mime_type)
 
-        return await service.call(run)
+        # The whole screen needs no app: it shows the desktop as the app died, for one.
+        whole = not target and not window
+        try:
+            shot = await service.run(run)
+        except UIError as error:
+            return await service.error_answer(error, needs_app=not whole)
+        if (death := service.app_death()) is not None and not whole:
+            return answer(f"AppNotFoundError: {death}", error=True)
+        send = service.screenshot_images if image is None else image
+        picture = await anyio.Path(shot.path).read_bytes() if send else None
+        return answer(shot, image=picture)
 
     add(
         ui_screenshot,
         title="Take a screenshot",
         annotations=hints("Take a screenshot", "read"),
-        description="Save a PNG of the screen or of one element to a file; answers its path "
-        f"and resource uri. Typical time: {TIMINGS['screenshot']}.",
+        description="Save a PNG of the screen, of one element or of one window to a file; "
+        "answers its path and resource uri, and with image=true the picture itself. The whole "
+        f"screen works after the app died. Typical time: {TIMINGS['screenshot']}.",
     )
 
+    add_action_tools(server, service)
+    add_desktop_tools(server, service)
+    add_snapshot_tools(server, service)
     add_app_tools(server, service)
     add_missing_id_tools(server, service)
     refuse_unknown_arguments(server)

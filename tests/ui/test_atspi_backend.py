@@ -290,3 +290,29 @@ def test_closing_wakes_a_thread_waiting_for_events(headless_desktop: HeadlessDes
         assert not waiter.is_alive() and got == [[]]
         assert monitor.closed
         assert notes_thread is not None and not notes_thread.is_alive()
+
+
+def test_a_selection_in_a_big_table_rereads_only_the_rows_it_touched(
+    headless_desktop: HeadlessDesktop,
+) -> None:
+    """Selecting a row of an 80-row table (240 children) changes the states of two rows' cells;
+    the mirror re-reads those (and the ones it had marked selected), not every child, and still
+    equals a full read afterwards."""
+    with running_app(headless_desktop, [PYTHON, str(MINI_APP), "--rows", "80"]):
+        backend = AtspiBackend(app_name="mini_app", bus_address=headless_desktop.a11y_bus_address,
+                               display=headless_desktop.display, attach_timeout=15.0)  # fmt: skip
+        try:
+            backend.attach()
+            backend.snapshot()
+            for row in ("#3", "#5", "#2", "#6"):
+                assert backend.select_item(L("ItemsTable"), row).success
+                time.sleep(0.3)  # late events arrive before the sync
+                report = backend.mirror.sync()
+                assert not report.full and report.calls < 60, report
+            mirrored = backend.mirror.tree()[0]
+            direct, _ = backend.reader.read(budget=5000)
+            assert _shown(mirrored) == _shown([n.to_tree_node() for n in direct])
+            selected = [n.name for n in mirrored if "selected" in n.states]
+            assert "item 6" in selected and "item 3" not in selected, selected
+        finally:
+            backend.close()

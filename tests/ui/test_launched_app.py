@@ -56,6 +56,15 @@ def test_a_dead_app_is_reported_and_restarted(
             assert dead.error, (tool, dead)
             assert "killed by signal 9 (SIGKILL)" in dead.text, (tool, dead)
             assert "ui_restart_app" in dead.text and "QT_LINUX_ACCESSIBILITY" not in dead.text
+        # The whole screen needs no app: the desktop as the app died. An element's or a
+        # window's crop needs the app, and says how it ended.
+        desktop = ui.call("ui_screenshot")
+        assert not desktop.error and Path(desktop["path"]).stat().st_size > 0, desktop
+        cropped = ui.call("ui_screenshot", window="Invoice Editor")
+        assert cropped.error and "killed by signal 9 (SIGKILL)" in cropped.text, cropped
+        # What else shows on the desktop (a crash reporter would) is listed without the app.
+        left = ui.call("ui_list_windows", all_apps=True)
+        assert not left.error and all(w["app"] for w in left["windows"]), left
 
         restarted = ui.call("ui_restart_app")
         assert not restarted.error, restarted
@@ -90,6 +99,26 @@ def test_a_python_without_pyside6_is_reported_with_its_output(
         assert "exit status 1" in answer.text, answer
         assert "No module named 'PySide6'" in answer.text, answer
         assert "ui_restart_app" in answer.text
+
+
+def test_launchable_apps_only(headless_desktop: HeadlessDesktop, tmp_path: Path) -> None:
+    """ui_launch_app starts what the server's --launchable names, and nothing else; the app
+    becomes current (the server had none of its own here) and ends with the server."""
+    args = ["-m", "loopkit_ui.server", "--app-name", "nothing_here", "--attach-timeout", "20",
+            "--launchable", f"invoice={PYTHON} -m invoice_app", "--launch-cwd", str(EXAMPLES_DIR),
+            "--output-dir", str(tmp_path / "out")]  # fmt: skip
+    with UIServerClient(args, env=_env(headless_desktop, tmp_path)) as ui:
+        refused = ui.call("ui_launch_app", app="bash")
+        assert refused.error and "no launchable app 'bash'" in refused.text
+        assert "may launch: invoice" in refused.text
+        launched = ui.call("ui_launch_app", app="invoice")
+        assert not launched.error and launched["current"] == "invoice", launched
+        assert launched["launchable"] == ["invoice"]
+        assert ui.call("ui_get_text", target="TotalLabel").text == "Total: 250.00"
+        logs = sorted((tmp_path / "out").glob("app-output-*.log"))
+        pid = _launched_pid(logs[0])
+    _wait_gone(pid)
+    assert not Path(f"/proc/{pid}").exists() or ") Z " in Path(f"/proc/{pid}/stat").read_text()
 
 
 def test_restart_needs_a_launched_app(headless_desktop: HeadlessDesktop, tmp_path: Path) -> None:

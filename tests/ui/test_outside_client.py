@@ -8,6 +8,7 @@ is validated against its tool's outputSchema twice: by the SDK itself (Ajv) and 
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import json
 import os
@@ -62,7 +63,32 @@ CALLS: list[tuple[str, dict[str, Any]]] = [
     ("ui_assert_text", {"target": "TotalLabel", "expected": "Total", "match": "contains"}),
     ("ui_assert_text", {"target": "TotalLabel", "expected": "no such total"}),
     ("ui_wait_for", {"target": "TotalLabel", "condition": "visible"}),
+    ("ui_snapshot", {}),
+    ("ui_get_element", {"target": "e1"}),  # the first ref of the snapshot: the main window
+    ("ui_set_text", {"target": "FilePathInput", "text": "x" * 3000}),
+    ("ui_type_text", {"target": "FilePathInput", "text": "y" * 600}),  # 3 chunks, with progress
+    ("ui_click_at", {"x": 3, "y": 300}),
+    ("ui_drag_at", {"x": 3, "y": 300, "to_x": 6, "to_y": 300}),
+    ("ui_scroll", {"target": "ItemsTable", "direction": "down", "amount": 1}),
+    ("ui_scroll_into_view", {"target": "New item"}),  # the row ui_click added
+    ("ui_window", {"action": "focus"}),
+    ("ui_set_clipboard", {"text": "from the outside client"}),
+    ("ui_get_clipboard", {}),
+    (
+        "ui_run_steps",
+        {
+            "steps": [
+                {"tool": "ui_get_text", "arguments": {"target": "TotalLabel"}},
+                {"tool": "ui_click", "arguments": {"target": "AddItemButton"}},
+            ]
+        },
+    ),
     ("ui_screenshot", {}),
+    ("ui_screenshot", {"window": "Invoice Editor", "image": True}),
+    ("ui_list_apps", {}),
+    ("ui_launch_app", {"app": "second"}),
+    ("ui_list_windows", {"all_apps": True}),
+    ("ui_attach_app", {"app_name": "invoice_app"}),
     ("ui_stop_recording", {}),
     ("ui_restart_app", {}),
     ("ui_get_text", {"target": "TotalLabel"}),
@@ -129,6 +155,25 @@ def _check(report: dict[str, Any]) -> None:
     assert stopped["ended"] == "stopped" and stopped["size_bytes"] > 0
     assert by_name["ui_restart_app"]["structuredContent"]["pid"] > 0
     assert report["calls"][-1]["content"][0]["text"] == "Total: 250.00"  # the fresh app
+    # A screenshot for a vision model: the PNG itself as image content, beside the link.
+    shots = [c for c in report["calls"] if c["name"] == "ui_screenshot"]
+    images = [b for c in shots for b in c["content"] if b["type"] == "image"]
+    assert len(images) == 1 and images[0]["mimeType"] == "image/png", shots
+    assert base64.b64decode(images[0]["data"]).startswith(b"\x89PNG")
+    # Every action answers a snapshot with refs; the first the whole outline.
+    clicked = by_name["ui_click"]["structuredContent"]
+    assert any("[ref=e" in line for line in clicked["snapshot"]), clicked
+    typed = [c for c in report["calls"] if c["name"] == "ui_type_text"][-1]
+    assert [(p["progress"], p["total"]) for p in typed["progress"]] == [
+        (250, 600), (500, 600), (600, 600)
+    ], typed  # fmt: skip
+    steps = by_name["ui_run_steps"]["structuredContent"]
+    assert steps["success"] and steps["ran"] == 2, steps
+    assert by_name["ui_get_clipboard"]["content"][0]["text"] == "from the outside client"
+    apps = by_name["ui_attach_app"]["structuredContent"]
+    assert apps["current"] == "invoice_app" and apps["attached"] == ["invoice_app", "second"]
+    others = by_name["ui_list_windows"]  # the last one: all apps, the second invoice app's too
+    assert any(w.get("app") for w in others["structuredContent"]["windows"]), others
     kinds = set()
     for resource in report["resources"]:
         assert "clientError" not in resource, resource
@@ -139,7 +184,8 @@ def _check(report: dict[str, Any]) -> None:
 
 def _server_args(out: Path) -> list[str]:
     return ["-m", "loopkit_ui.server", "--launch", f"{PYTHON} -m invoice_app", "--launch-cwd",
-            str(EXAMPLES_DIR), "--attach-timeout", "20", "--output-dir", str(out)]  # fmt: skip
+            str(EXAMPLES_DIR), "--attach-timeout", "20", "--output-dir", str(out),
+            "--launchable", f"second={PYTHON} -m invoice_app"]  # fmt: skip
 
 
 def test_stdio(node: str, headless_desktop: HeadlessDesktop, tmp_path: Path) -> None:

@@ -23,9 +23,12 @@ pytestmark = [pytest.mark.ui, pytest.mark.integration]
 
 READS = {"ui_list_windows", "ui_tree", "ui_missing_ids", "ui_get_element", "ui_get_text", "ui_get_property",
          "ui_get_cell", "ui_assert_exists", "ui_assert_visible", "ui_assert_enabled",
-         "ui_assert_value", "ui_assert_text", "ui_wait_for", "ui_screenshot"}  # fmt: skip
+         "ui_assert_value", "ui_assert_text", "ui_wait_for", "ui_screenshot", "ui_snapshot",
+         "ui_get_clipboard", "ui_list_apps", "ui_attach_app"}  # fmt: skip
 DESTRUCTIVE = {"ui_click", "ui_double_click", "ui_right_click", "ui_type_text", "ui_press_keys",
-               "ui_select_item", "ui_drag_and_drop", "ui_set_cell", "ui_restart_app"}  # fmt: skip
+               "ui_select_item", "ui_drag_and_drop", "ui_set_cell", "ui_restart_app",
+               "ui_set_text", "ui_click_at", "ui_drag_at", "ui_scroll", "ui_window",
+               "ui_run_steps", "ui_launch_app"}  # fmt: skip
 
 
 @pytest.fixture(scope="module")

@@ -232,6 +232,22 @@ CASES: list[Case] = [
         False,
     ),
     ("launch-cwd-alone", lambda b: ["--launch-cwd", str(b.root)], "--launch-cwd", False),
+    ("launchable-no-equals", lambda b: ["--launchable", "sleep 300"], "NAME=COMMAND", False),
+    ("launchable-no-name", lambda b: ["--launchable", "=sleep 300"], "NAME=COMMAND", False),
+    ("launchable-no-command", lambda b: ["--launchable", "app="], "NAME=COMMAND", False),
+    (
+        "launchable-twice",
+        lambda b: ["--launchable", "a=sleep 1", "--launchable", "a=sleep 2"],
+        "given twice",
+        False,
+    ),
+    (
+        "launchable-missing-program",
+        lambda b: ["--launchable", "a=no-such-program-x"],
+        "not found on PATH",
+        False,
+    ),
+    ("snapshots-unknown", lambda b: ["--snapshots", "some"], "--snapshots", False),
     ("backend-unknown", lambda b: ["--backend", "gtk"], "--backend", True),
     (
         "backend-other-os",

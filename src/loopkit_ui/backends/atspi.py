@@ -13,9 +13,9 @@ from __future__ import annotations
 import time
 
 from loopkit_ui.backends import atspi_constants as C
-from loopkit_ui.backends.atspi_actions import AtspiActions
 from loopkit_ui.backends.atspi_core import a11y_bus_address
 from loopkit_ui.backends.atspi_input import parse_keys
+from loopkit_ui.backends.atspi_text import AtspiText
 from loopkit_ui.backends.atspi_tree import TEXT_ROLES
 from loopkit_ui.backends.lookup import changed_content
 from loopkit_ui.backends.protocol import (
@@ -35,9 +35,11 @@ from loopkit_ui.backends.protocol import (
 __all__ = ["AtspiBackend", "a11y_bus_address"]
 
 _PRESS_ACTIONS = ("press", "click", "activate", "toggle", "jump", "open")
+#: How long a hover waits for the tooltip of an element that has one.
+TOOLTIP_WAIT = 2.0
 
 
-class AtspiBackend(AtspiActions):
+class AtspiBackend(AtspiText):
     """AT-SPI backend (Linux). Configure the application by ``app_name`` or ``pid``."""
 
     # -- actions -----------------------------------------------------------------------------
@@ -84,62 +86,39 @@ class AtspiBackend(AtspiActions):
         return self._guarded(run)
 
     def hover(self, locator: Locator) -> ActionResult:
-        """Move the pointer over the element's centre."""
+        """Move the pointer over the element's centre. An element with a tooltip (Qt gives a
+        widget's tooltip as its accessible description) shows it after a delay (700 ms in Qt):
+        the hover waits for it, up to :data:`TOOLTIP_WAIT` seconds, as for any popup."""
 
         def run() -> ActionResult:
             node, label = self._target(locator, need_enabled=False)
             point = self._center(node, label)
             if point is None:
                 raise UIError(f"{label} is not on screen; cannot hover over it")
-            return self._act("hover", label, lambda: self.input.move(*point))
+            description = self.reader.call(
+                node.key, C.PROPERTIES, "Get", "ss", (C.ACCESSIBLE, "Description")
+            )[0]
 
-        return self._guarded(run)
+            top = self._window_path_of(node)
+            windows = dict(self._op_windows or self._windows())
+            active = top is None or top not in windows or windows[top].active
 
-    def _focus(self, node: TreeNode, label: str) -> None:
-        if "focused" in self.reader.states(node.key):
-            return
-        point = self._center(node, label)
-        seq = self.monitor.seq
-        if point is not None:
-            self.input.click(*point)
-        else:
-            self.reader.call(node.key, C.COMPONENT, "GrabFocus")
+            def tooltip_shows() -> bool:
+                return any(w.kind == "tooltip" for _, w in self._windows())
 
-        def focused() -> bool:
-            return "focused" in self.reader.states(node.key)
+            def perform() -> str | None:
+                self.input.move(*point)
+                if description and active:
+                    self.monitor.wait_until(tooltip_shows, timeout=TOOLTIP_WAIT, recheck=0.05)
+                return None
 
-        self.monitor.wait_until(focused, timeout=1.0, recheck=0.02)
-        del seq
-
-    def type_text(
-        self, locator: Locator, text: str, *, clear: bool = True, diff: bool = False
-    ) -> ActionResult:
-        """Focus a text field and type ``text`` like a user (select all first when ``clear``)."""
-
-        def run() -> ActionResult:
-            node, label = self._target(locator)
-            info = self.reader.element(node.key)
-            if info.role not in TEXT_ROLES and "editable" not in info.states:
-                raise UIError(
-                    f"{label} is a {info.role}, not a text field; use set_cell for table cells "
-                    "or press_keys to send keys to it"
+            result = self._act("hover", label, perform)
+            if description and not active:
+                result.detail = (
+                    f"its tooltip {description!r} shows only in the active window (Qt): focus "
+                    "the window first (ui_window action=focus, or click in it)"
                 )
-            before = info.text or ""
-            expected = text if clear else before + text
-
-            def perform() -> None:
-                self._focus(node, label)
-                if clear:
-                    self.input.keys(parse_keys("ctrl+a"))
-                    if not text:
-                        self.input.keys(parse_keys("Delete"))
-                self.input.type_string(text)
-
-            def verify() -> tuple[bool, str]:
-                actual = self.reader.element(node.key).text or ""
-                return actual == expected, f"text is now {actual!r}"
-
-            return self._act("type_text", label, perform, diff=diff, verify=verify)
+            return result
 
         return self._guarded(run)
 
@@ -454,11 +433,24 @@ class AtspiBackend(AtspiActions):
 
     # -- screenshots -------------------------------------------------------------------------
 
-    def screenshot(self, path: str, *, locator: Locator | None = None) -> str:
-        """Save a PNG of the whole screen, or of one element; returns the path."""
+    def screenshot(
+        self, path: str, *, locator: Locator | None = None, window: str | None = None
+    ) -> str:
+        """Save a PNG of the whole screen, of one element, or of one top-level window (by id
+        or title); returns the path. The whole screen needs no application (after a crash)."""
         from PIL import ImageGrab
 
         box = None
+        if locator is None and window is not None:
+
+            def window_box() -> tuple[int, int, int, int]:
+                info = self._pick_window(window)
+                if info.bounds is None or info.bounds[2] <= 0 or info.bounds[3] <= 0:
+                    raise UIError(f"window {window!r} has no area on screen")
+                x, y, w, h = info.bounds
+                return x, y, x + w, y + h
+
+            box = self._guarded(window_box)
         if locator is not None:
 
             def bounds() -> tuple[int, int, int, int]:

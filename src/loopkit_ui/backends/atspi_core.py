@@ -18,7 +18,7 @@ from loopkit_ui.backends.atspi_mirror import TreeMirror
 from loopkit_ui.backends.atspi_popups import PopupFinder, WindowNotes
 from loopkit_ui.backends.atspi_tree import DIALOG_ROLES, AppRef, TreeReader, explicit_id
 from loopkit_ui.backends.atspi_x11 import X11Modality
-from loopkit_ui.backends.dbus_client import DBusCallError, DBusClient, DBusTimeout
+from loopkit_ui.backends.dbus_client import DBusCallError, DBusClient, DBusTimeout, Method
 from loopkit_ui.backends.lookup import resolve, top_level_of, window_kind
 from loopkit_ui.backends.protocol import (
     AppInfo,
@@ -27,6 +27,7 @@ from loopkit_ui.backends.protocol import (
     ElementNotFoundError,
     ElementVanishedError,
     Locator,
+    StaleRefError,
     TreeNode,
     TreeSnapshot,
     UIError,
@@ -351,12 +352,15 @@ class AtspiCore:
 
     def _find(self, locator: Locator) -> TreeNode:
         """The node a locator names (table cells resolved through the Table interface)."""
-        try:
-            node = resolve(self._tree(), locator)
-        except ElementNotFoundError:
-            if self.mirror.verified:
-                raise  # read in full and nothing happened since: reading again finds the same
-            node = resolve(self._tree(fresh=True), locator)
+        if locator.key is not None:
+            node = self._by_key(locator)
+        else:
+            try:
+                node = resolve(self._tree(), locator)
+            except ElementNotFoundError:
+                if self.mirror.verified:
+                    raise  # read in full and nothing happened since: reading again finds the same
+                node = resolve(self._tree(fresh=True), locator)
         if locator.row is None and locator.column is None:
             return node
         if locator.row is None or locator.column is None:
@@ -370,6 +374,19 @@ class AtspiCore:
         except IndexError as error:
             raise ElementNotFoundError(f"{locator.target!r}: {error}") from error
         return TreeNode(key=path, parent=node.key, depth=node.depth + 1, role="table cell")
+
+    def _by_key(self, locator: Locator) -> TreeNode:
+        """The node of a snapshot ref: the mirror is never knowingly stale, so a key it lacks
+        names an element that is gone."""
+        key = locator.key
+        node = next((n for n in self._tree() if n.key == key), None)
+        if node is None:
+            raise StaleRefError(
+                f"{locator.describe()} is stale: its element is gone from the app (it "
+                "disappeared or its window closed). Use a ref from the latest snapshot "
+                "(ui_snapshot), or the element's id or name"
+            )
+        return node
 
     def _window_of(self, key: str) -> TreeNode | None:
         if self._mirror is None:
@@ -439,6 +456,50 @@ class AtspiCore:
     def list_windows(self) -> list[WindowInfo]:
         """The application's visible top-level windows, dialogs included."""
         return self._guarded(lambda: [info for _, info in self._windows()])
+
+    def list_applications(self) -> list[AppInfo]:
+        """Every application registered on the accessibility bus."""
+        with self._lock:
+            return [AppInfo(name=a.name, pid=a.pid) for a in self._applications()]
+
+    def other_windows(self) -> list[WindowInfo]:
+        """The showing top-level windows of the bus's other applications, with their app."""
+        with self._lock:
+            mine = self._app.bus if self._app is not None else None
+            others = [a for a in self._applications() if a.bus != mine]
+            if not others:
+                return []
+            client = self._connect()
+            listed = client.call_many(
+                [(Method(a.bus, C.ACCESSIBLE, "GetChildren"), a.root) for a in others],
+                timeout=self.timeout,
+            )
+            found: list[WindowInfo] = []
+            for app, reply in zip(others, listed, strict=True):
+                if isinstance(reply, Exception):
+                    continue  # the app is exiting
+                reader = TreeReader(client, app, timeout=self.timeout)
+                for path in [p for bus, p in reply[0] if bus == app.bus]:
+                    try:
+                        info = reader.element(path)
+                    except (UIError, DBusCallError, DBusTimeout):
+                        continue
+                    if not info.visible:
+                        continue
+                    dialog = info.role in DIALOG_ROLES
+                    found.append(
+                        WindowInfo(
+                            title=info.name,
+                            id=explicit_id(info.id or "", info.role),
+                            role=info.role,
+                            kind=window_kind(info.role, is_dialog=dialog),
+                            is_dialog=dialog,
+                            active="active" in info.states,
+                            bounds=info.bounds,
+                            app=app.name or f"pid {app.pid}",
+                        )
+                    )
+            return found
 
     # -- reads -------------------------------------------------------------------------------
 

@@ -106,6 +106,10 @@ class InputSynth:
         for _ in range(count):
             self._mouse(x, y, f"b{number}c")
 
+    def wheel(self, x: int, y: int, button: int) -> None:
+        """One wheel notch at ``(x, y)``: X buttons 4 (up), 5 (down), 6 (left), 7 (right)."""
+        self._mouse(x, y, f"b{button}c")
+
     def move(self, x: int, y: int) -> None:
         """Move the pointer to ``(x, y)``."""
         self._mouse(x, y, "abs")

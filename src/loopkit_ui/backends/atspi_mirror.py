@@ -47,6 +47,11 @@ _NAME_PROPERTIES = frozenset({"accessible-name", "accessible-description", "acce
 # A node's showing/visible state is inherited: its descendants change with it, unannounced.
 _INHERITED_STATES = frozenset({"showing", "visible"})
 _PARENT_WALK = 6  # how far up an unknown object is followed to a known ancestor
+# A selection change in a container with more children re-reads only the children it touched.
+_FEW_CHILDREN = 60
+_SELECTION_STATES = frozenset({"selected", "focused", "active", "checked"})
+_TABLE_ROLES = frozenset({"table", "tree table"})
+_ROW_STARTS = frozenset({"table row header", "row header", "table row"})
 # Focus moves announce the node that gains it, not always the one that loses it (a window that
 # loses activation takes the "focused" state from its focus widget silently).
 _FOCUS_EVENTS = frozenset({"Focus:Focus", "Window:Activate", "Window:Deactivate"})
@@ -68,11 +73,17 @@ class _Plan:
 
     relist: set[str] = field(default_factory=set)
     child_states: set[str] = field(default_factory=set)
+    # Children an event named (a cell that gained "selected", an active descendant): with the
+    # children marked selected or focused before, they are what a selection change touches.
+    seeds: set[str] = field(default_factory=set)
     subtree_states: set[str] = field(default_factory=set)
     everything: set[str] = field(default_factory=set)
     names: set[str] = field(default_factory=set)
     states: set[str] = field(default_factory=set)
     unknown: set[str] = field(default_factory=set)
+
+
+_NO_NODE = RawNode("", "", "", "", frozenset())
 
 
 class _Resync(Exception):
@@ -169,7 +180,11 @@ class TreeMirror:
             elif kind in _CHILD_STATES:
                 plan.child_states.add(path)
                 plan.states.add(path)
+                target = event.data
+                if isinstance(target, tuple) and len(target) == 2 and isinstance(target[1], str):
+                    plan.seeds.add(target[1])  # the new active descendant (bus, path)
             elif kind == "Object:StateChanged":
+                plan.seeds.add(path)
                 if detail in _INHERITED_STATES:
                     plan.subtree_states.add(path)
                 elif detail == "defunct":
@@ -340,6 +355,37 @@ class TreeMirror:
                 self._changed([path])
         return len(paths)
 
+    def _touched_children(self, container: RawNode, seeds: set[str]) -> list[str]:
+        """The children whose states a selection change in ``container`` may have changed.
+
+        A few children: all of them. A big table or list (a 95-row table has 475): the ones the
+        events named and the ones marked selected, focused or active before, each with the
+        rest of its table row (Qt announces one cell of a row it selects), instead of
+        re-reading every child on every selection change."""
+        children = container.children
+        if len(children) <= _FEW_CHILDREN:
+            return children
+        nodes = self.nodes
+        hit = [
+            i
+            for i, child in enumerate(children)
+            if child in seeds or (child in nodes and nodes[child].states & _SELECTION_STATES)
+        ]
+        if container.role not in _TABLE_ROLES:
+            return [children[i] for i in hit]
+        picked: set[int] = set()
+        for index in hit:
+            start = index
+            while start > 0 and nodes.get(children[start], _NO_NODE).role not in _ROW_STARTS:
+                start -= 1
+            end = index + 1
+            while end < len(children) and nodes.get(children[end], _NO_NODE).role not in (
+                _ROW_STARTS
+            ):
+                end += 1
+            picked.update(range(start, end))
+        return [children[i] for i in sorted(picked)]
+
     def _refresh(self, plan: _Plan, fresh: set[str]) -> int:
         """One burst re-reading the properties the plan names, for nodes read before."""
         t = self.reader.t
@@ -347,7 +393,7 @@ class TreeMirror:
         for container in plan.child_states:
             node = self.nodes.get(container)
             if node is not None:
-                states.update(node.children)
+                states.update(self._touched_children(node, plan.seeds))
         for top in plan.subtree_states:
             stack = [top]
             while stack:

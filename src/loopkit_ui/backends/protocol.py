@@ -8,7 +8,8 @@ it and the script runner can use it unchanged.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable, Sequence
+import threading
+from collections.abc import Callable, Iterable, Sequence
 from typing import Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, Field
@@ -26,6 +27,8 @@ __all__ = [
     "ElementVanishedError",
     "Expectation",
     "Locator",
+    "ScrollDirection",
+    "StaleRefError",
     "TreeDiff",
     "TreeNode",
     "TreeSnapshot",
@@ -33,6 +36,7 @@ __all__ = [
     "UIError",
     "UITimeoutError",
     "WaitResult",
+    "WindowAction",
     "WindowInfo",
     "WindowKind",
     "WindowReport",
@@ -45,6 +49,10 @@ WaitCondition = Literal["appear", "disappear", "value", "text", "enabled", "disa
 #: What a top-level window is: a window, a dialog, a menu (context or drop-down menu), another
 #: popup (e.g. a combo box's drop-down list) or a tooltip.
 WindowKind = Literal["window", "dialog", "menu", "popup", "tooltip"]
+#: Where ``scroll`` turns the wheel.
+ScrollDirection = Literal["up", "down", "left", "right"]
+#: What ``window_action`` does to a top-level window.
+WindowAction = Literal["focus", "move", "resize", "minimize", "maximize", "restore", "close"]
 
 
 # -- errors ------------------------------------------------------------------------------------
@@ -72,6 +80,11 @@ class AmbiguousElementError(UIError):
     def __init__(self, message: str, *, candidates: Sequence[str] = ()) -> None:
         super().__init__(message)
         self.candidates = list(candidates)
+
+
+class StaleRefError(ElementNotFoundError):
+    """A ref from an earlier snapshot names an element that is gone (it disappeared, or its
+    window closed): take a new snapshot for current refs."""
 
 
 class ElementDisabledError(UIError):
@@ -107,10 +120,15 @@ class Locator(BaseModel):
     row: int | None = Field(default=None, ge=0)
     column: int | None = Field(default=None, ge=0)
     window: str | None = None
+    key: str | None = Field(
+        default=None,
+        description="the backend's own key of the element (from a snapshot ref): when set, the "
+        "element is this one (or gone), whatever target says; target is then the ref, for messages",
+    )
 
     def describe(self) -> str:
         """A short human description for messages, e.g. ``ItemsTable[1, 2]``."""
-        text = self.target
+        text = f"ref {self.target}" if self.key is not None else self.target
         if self.row is not None or self.column is not None:
             text += f"[{self.row}, {self.column}]"
         if self.window:
@@ -165,6 +183,10 @@ class WindowInfo(BaseModel):
     modal: bool = False
     active: bool = False
     bounds: tuple[int, int, int, int] | None = None
+    minimized: bool = Field(default=False, description="minimised (not shown on screen)")
+    app: str | None = Field(
+        default=None, description="for a window of another application: that application's name"
+    )
 
     def label(self) -> str:
         """How action reports name it: ``title #id`` (untitled: ``role #id``); a menu, popup or
@@ -173,7 +195,8 @@ class WindowInfo(BaseModel):
             text = self.title or self.role or self.kind
         else:
             text = self.kind + (f" {self.title!r}" if self.title else "")
-        return text + (f" #{self.id}" if self.id else "")
+        text += f" #{self.id}" if self.id else ""
+        return text + (f" (app {self.app!r})" if self.app else "")
 
 
 class WindowReport(BaseModel):
@@ -278,6 +301,15 @@ class UIBackend(Protocol):
         """The application's top-level windows, dialogs included."""
         ...
 
+    def list_applications(self) -> list[AppInfo]:
+        """Every accessible application on the desktop (this one included)."""
+        ...
+
+    def other_windows(self) -> list[WindowInfo]:
+        """The top-level windows of the desktop's other applications (a file chooser or a crash
+        reporter of another process), each with its ``app``."""
+        ...
+
     def get_element(self, locator: Locator) -> ElementInfo:
         """Read one element live."""
         ...
@@ -308,9 +340,18 @@ class UIBackend(Protocol):
         ...
 
     def type_text(
-        self, locator: Locator, text: str, *, clear: bool = True, diff: bool = False
+        self,
+        locator: Locator,
+        text: str,
+        *,
+        clear: bool = True,
+        diff: bool = False,
+        cancel: threading.Event | None = None,
+        progress: Callable[[int, int], None] | None = None,
     ) -> ActionResult:
-        """Focus the element and type ``text`` (replacing the content when ``clear``)."""
+        """Focus the element and type ``text`` (replacing the content when ``clear``), in
+        chunks the app keeps up with; stop between chunks once ``cancel`` is set; tell
+        ``progress(typed, total)`` after each chunk."""
         ...
 
     def press_keys(
@@ -344,6 +385,69 @@ class UIBackend(Protocol):
         """Wait until the condition holds (event-driven, bounded by ``timeout``)."""
         ...
 
-    def screenshot(self, path: str, *, locator: Locator | None = None) -> str:
-        """Save a PNG of the screen (or of one element); returns the path."""
+    def screenshot(
+        self, path: str, *, locator: Locator | None = None, window: str | None = None
+    ) -> str:
+        """Save a PNG of the screen, of one element, or of one top-level window (id or
+        title); returns the path. The whole screen must work without the application."""
+        ...
+
+    # -- beyond the element tree: text, pointer, scrolling, windows, clipboard ------------------
+
+    def set_text(self, locator: Locator, text: str, *, diff: bool = False) -> ActionResult:
+        """Replace a text field's content at once through the accessibility API (no keystrokes;
+        for long texts), then read it back."""
+        ...
+
+    def element_at(self, x: int, y: int) -> ElementInfo | None:
+        """The deepest element of the application at the screen point ``(x, y)``, or None."""
+        ...
+
+    def click_at(
+        self, x: int, y: int, *, button: MouseButton = "left", count: int = 1, diff: bool = False
+    ) -> ActionResult:
+        """Click at the screen point ``(x, y)`` (inside one of the app's windows) and wait for
+        the effect; the answer names the element found there."""
+        ...
+
+    def drag_at(self, x: int, y: int, to_x: int, to_y: int, *, diff: bool = False) -> ActionResult:
+        """Press at ``(x, y)``, move to ``(to_x, to_y)``, release (screen points inside the
+        app's windows)."""
+        ...
+
+    def scroll(
+        self,
+        locator: Locator,
+        *,
+        direction: ScrollDirection = "down",
+        amount: int = 3,
+        diff: bool = False,
+    ) -> ActionResult:
+        """Turn the mouse wheel ``amount`` notches over the element."""
+        ...
+
+    def scroll_into_view(self, locator: Locator) -> ActionResult:
+        """Scroll the element's scrollable ancestor until the element shows."""
+        ...
+
+    def window_action(
+        self,
+        window: str | None,
+        action: WindowAction,
+        *,
+        x: int | None = None,
+        y: int | None = None,
+        width: int | None = None,
+        height: int | None = None,
+    ) -> ActionResult:
+        """Focus, move, resize, minimise, maximise, restore or close a top-level window of the
+        application (``window``: id or title; None: the active one, else the first)."""
+        ...
+
+    def get_clipboard(self) -> str:
+        """The clipboard's text ("" when it holds none)."""
+        ...
+
+    def set_clipboard(self, text: str) -> None:
+        """Put ``text`` on the clipboard."""
         ...

@@ -8,7 +8,9 @@ written against the package's documented API and kept honest by the conformance 
 
 from __future__ import annotations
 
+import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from loopkit_ui.backends.protocol import (
@@ -22,23 +24,24 @@ from loopkit_ui.backends.protocol import (
     WaitCondition,
     WaitResult,
 )
+from loopkit_ui.backends.text_limits import TYPE_CHUNK, refuse_long_text
 from loopkit_ui.backends.uia_core import (
     _EDIT_TYPE,
     _INVOKE,
     _SELECTION_ITEM,
     _TOGGLE,
     _VALUE,
-    UIACore,
     _center,
     _role,
     escape_keys,
     to_send_keys,
 )
+from loopkit_ui.backends.uia_desktop import UIADesktop
 
 __all__ = ["UIABackend", "to_send_keys"]
 
 
-class UIABackend(UIACore):
+class UIABackend(UIADesktop):
     """UI Automation backend (Windows). Configure the application by ``app_name`` or ``pid``."""
 
     # -- actions -----------------------------------------------------------------------------
@@ -92,26 +95,39 @@ class UIABackend(UIACore):
         return self._run(run, self.timeout * 4 + (expect.timeout if expect else 0))
 
     def hover(self, locator: Locator) -> ActionResult:
-        """Move the mouse over the element."""
+        """Move the mouse over the element; one with a tooltip (its HelpText) is answered once
+        the tooltip window shows, up to 2 s."""
 
         def run(auto: Any) -> ActionResult:
             _node, control = self._usable(auto, locator, need_enabled=False)
             x, y = _center(control, locator)
-            return self._act(
-                auto,
-                "hover",
-                locator.describe(),
-                lambda: auto.SetCursorPos(x, y),
-                expect=None,
-                diff=False,
-            )
+            tip = control.HelpText
+
+            def perform() -> None:
+                auto.SetCursorPos(x, y)
+                deadline = time.monotonic() + 2.0
+                while tip and time.monotonic() < deadline:
+                    if any(w.kind == "tooltip" for _, w in self._windows(auto)):
+                        return
+                    time.sleep(0.05)
+
+            return self._act(auto, "hover", locator.describe(), perform, expect=None, diff=False)
 
         return self._run(run)
 
     def type_text(
-        self, locator: Locator, text: str, *, clear: bool = True, diff: bool = False
+        self,
+        locator: Locator,
+        text: str,
+        *,
+        clear: bool = True,
+        diff: bool = False,
+        cancel: threading.Event | None = None,
+        progress: Callable[[int, int], None] | None = None,
     ) -> ActionResult:
-        """Set the text through the Value pattern (typing with the keyboard as the fallback)."""
+        """Set the text through the Value pattern (typing with the keyboard as the fallback,
+        in chunks, stopping between them once ``cancel`` is set)."""
+        refuse_long_text(text)
 
         def run(auto: Any) -> ActionResult:
             _node, control = self._usable(auto, locator)
@@ -129,7 +145,13 @@ class UIABackend(UIACore):
                     value.SetValue(expected, waitTime=0)
                     return None
                 control.SetFocus()
-                auto.SendKeys(("{Ctrl}a" if clear else "{End}") + escape_keys(text), 0.005, 0, True)
+                auto.SendKeys("{Ctrl}a" if clear else "{End}", 0.005, 0, True)
+                for start in range(0, len(text), TYPE_CHUNK):
+                    if cancel is not None and cancel.is_set():
+                        return f"stopped after {start:,} of {len(text):,} characters"
+                    auto.SendKeys(escape_keys(text[start : start + TYPE_CHUNK]), 0.005, 0, True)
+                    if progress is not None:
+                        progress(min(start + TYPE_CHUNK, len(text)), len(text))
                 return None
 
             def verify() -> tuple[bool, str]:
@@ -311,11 +333,19 @@ class UIABackend(UIACore):
 
         return self._run(run, timeout + self.timeout * 4)
 
-    def screenshot(self, path: str, *, locator: Locator | None = None) -> str:
-        """Save a PNG of the screen or of one element (Pillow's ImageGrab)."""
+    def screenshot(
+        self, path: str, *, locator: Locator | None = None, window: str | None = None
+    ) -> str:
+        """Save a PNG of the screen, of one element or of one window (Pillow's ImageGrab)."""
         from PIL import ImageGrab
 
         box = None
+        if locator is None and window is not None:
+            found = [w for w in self.list_windows() if window in (w.title, w.id) and w.bounds]
+            if not found:
+                raise ElementNotFoundError(f"no window with id or title {window!r}")
+            x, y, w, h = found[0].bounds or (0, 0, 0, 0)
+            box = (x, y, x + w, y + h)
         if locator is not None:
             info = self.get_element(locator)
             if info.bounds is None or info.bounds[2] <= 0:

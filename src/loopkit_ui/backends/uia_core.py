@@ -32,12 +32,14 @@ from loopkit_ui.backends.protocol import (
     ElementNotFoundError,
     Expectation,
     Locator,
+    StaleRefError,
     TreeNode,
     TreeSnapshot,
     UIError,
     WindowInfo,
     WindowReport,
 )
+from loopkit_ui.backends.uia_keys import escape_keys, to_send_keys
 from loopkit_ui.backends.uia_thread import AutomationThread
 
 __all__ = ["UIACore", "escape_keys", "to_send_keys"]
@@ -51,68 +53,6 @@ _TREE_SCOPE_CHILDREN, _TREE_SCOPE_SUBTREE = 2, 7
 _INVOKE, _VALUE, _GRID, _SELECTION_ITEM, _TOGGLE, _WINDOW = 10000, 10002, 10006, 10010, 10015, 10009
 _IS_DIALOG = 30174
 _EDIT_TYPE = 50004
-
-_KEY_NAMES = {
-    "enter": "Enter",
-    "return": "Enter",
-    "tab": "Tab",
-    "escape": "Esc",
-    "esc": "Esc",
-    "backspace": "Back",
-    "delete": "Delete",
-    "del": "Delete",
-    "insert": "Insert",
-    "home": "Home",
-    "end": "End",
-    "left": "Left",
-    "up": "Up",
-    "right": "Right",
-    "down": "Down",
-    "pageup": "PageUp",
-    "pagedown": "PageDown",
-    "space": "Space",
-    "menu": "Apps",
-}
-_MODIFIER_NAMES = {
-    "ctrl": "Ctrl",
-    "control": "Ctrl",
-    "shift": "Shift",
-    "alt": "Alt",
-    "super": "Win",
-    "meta": "Win",
-}
-
-
-def to_send_keys(keys: str) -> str:
-    """Our key syntax (``"ctrl+a Delete"``) in ``uiautomation.SendKeys`` syntax
-    (``"{Ctrl}a{Delete}"``)."""
-    out = []
-    if not keys.strip():
-        raise UIError("keys is empty: expected e.g. 'Enter', 'ctrl+s' or 'shift+Tab Tab'")
-    for chord in keys.split():
-        *mods, key = chord.split("+") if chord != "+" else ["+"]
-        for mod in mods:
-            if mod.lower() not in _MODIFIER_NAMES:
-                raise UIError(f"unknown modifier {mod!r} in {chord!r}: expected shift, ctrl, alt")
-            out.append("{" + _MODIFIER_NAMES[mod.lower()] + "}")
-        lowered = key.lower()
-        if lowered in _KEY_NAMES:
-            out.append("{" + _KEY_NAMES[lowered] + "}")
-        elif lowered[:1] == "f" and lowered[1:].isdigit() and 1 <= int(lowered[1:]) <= 24:
-            out.append("{F" + lowered[1:] + "}")
-        elif len(key) == 1:
-            out.append(escape_keys(key))
-        else:
-            raise UIError(
-                f"unknown key {key!r}: use a single character, F1-F24, or "
-                + ", ".join(sorted(_KEY_NAMES))
-            )
-    return "".join(out)
-
-
-def escape_keys(text: str) -> str:
-    """Literal text for SendKeys: braces are its syntax."""
-    return "".join("{" + c + "}" if c in "{}" else c for c in text)
 
 
 def _role(control_type: int) -> str:
@@ -337,7 +277,16 @@ class UIACore:
         """Resolve a locator on a fresh snapshot: the node, its control, and the snapshot."""
         self._attach(auto)
         nodes, _ = self._read(auto)
-        node = resolve(nodes, locator)
+        if locator.key is not None:  # a snapshot ref: that element, or gone
+            found = [n for n in nodes if n.key == locator.key]
+            if not found:
+                raise StaleRefError(
+                    f"{locator.describe()} is stale: its element is gone from the app. Use a "
+                    "ref from the latest snapshot (ui_snapshot), or the element's id or name"
+                )
+            node = found[0]
+        else:
+            node = resolve(nodes, locator)
         control = auto.Control.CreateControlFromElement(self._elements[node.key])
         if locator.row is None and locator.column is None:
             return node, control, nodes
@@ -418,6 +367,7 @@ class UIACore:
             control = auto.Control.CreateControlFromElement(element)
             pattern = control.GetPattern(_WINDOW)
             modal = bool(pattern.IsModal) if pattern is not None else False
+            minimized = pattern is not None and pattern.WindowVisualState == 2
             try:
                 # UIA_IsDialogPropertyId (Windows 10 1809+); absent on older systems.
                 dialog = modal or bool(control.GetPropertyValue(_IS_DIALOG))
@@ -434,6 +384,7 @@ class UIACore:
                 kind=window_kind(role, is_dialog=dialog),
                 is_dialog=dialog,
                 modal=modal,
+                minimized=minimized,
                 active=control.NativeWindowHandle == auto.GetForegroundWindow(),
                 bounds=(rect.left, rect.top, rect.width(), rect.height()),
             )

@@ -43,7 +43,13 @@ try {
   for (const call of plan.calls) {
     const entry = { name: call.name, arguments: call.arguments };
     try {
-      const result = await client.callTool({ name: call.name, arguments: call.arguments });
+      // Every call asks for progress notifications (a progress token); long typing sends them.
+      entry.progress = [];
+      const result = await client.callTool(
+        { name: call.name, arguments: call.arguments },
+        undefined,
+        { onprogress: (p) => entry.progress.push(p), timeout: 120000 },
+      );
       entry.isError = Boolean(result.isError);
       entry.structuredContent = result.structuredContent ?? null;
       entry.content = result.content;
