@@ -21,6 +21,8 @@ from pathlib import Path
 from types import FrameType
 from typing import NoReturn
 
+from loopkit.errors import KeepsFieldsWhenPickled
+
 __all__ = [
     "EXIT_BAD_INPUT",
     "EXIT_CODES_EPILOG",
@@ -59,7 +61,7 @@ class BadInput(ValueError):
     """An input the command cannot use; the message is one line naming it."""
 
 
-class Interrupted(KeyboardInterrupt):
+class Interrupted(KeepsFieldsWhenPickled, KeyboardInterrupt):
     """A stop signal arrived; raised in the main thread so clean-up code runs.
 
     A :class:`KeyboardInterrupt`, as Ctrl+C is: an event loop re-raises it from any callback
