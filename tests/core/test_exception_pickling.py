@@ -38,6 +38,10 @@ SAMPLES: dict[str, tuple[tuple[Any, ...], dict[str, Any]]] = {
         ("not valid",),
         {"output_type": "Plan", "errors": "steps: missing", "text": "{}", "attempts": 3},
     ),
+    "loopkit.durable.errors.DatabaseUnavailableError": (
+        ("the database cannot be reached (no socket)",),
+        {"reason": "no socket"},
+    ),
     "loopkit.middleware.fallback.AllClientsFailedError": (
         (["a", "b"],),
         {

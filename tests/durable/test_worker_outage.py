@@ -1,0 +1,130 @@
+"""Workers ride out a lost PostgreSQL: a real private cluster (tests/sessions/postgres.py) that the
+tests stop and start again while ``python -m loopkit.worker`` processes run.
+
+- A worker started while the database is down waits for it, takes runs once it is up, says each
+  change of state in one line, and still stops on SIGTERM (130) in the middle of an outage.
+- A 15-second outage in the middle of a card run (inside its build, on the worker's own headless
+  desktop): the run pauses and goes on in the same process, its log has no interruption and one
+  ``start`` and one ``result``; the run queued behind it is taken once the database is back.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import sys
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from loopkit import Card, CardState
+from tests.demo.helpers import CARDS
+from tests.durable.test_workers_postgres import Worker, runs, wait_until
+from tests.sessions.postgres import Cluster, private_cluster_control
+
+pytest.importorskip("dbos")
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
+
+CARD = "delete-asks-for-confirmation"
+UNREACHABLE = "the runs database is unreachable ("
+BACK = "the runs database is reachable again"
+
+
+@pytest.fixture
+def cluster() -> Iterator[Cluster]:
+    with private_cluster_control() as found:
+        yield found
+
+
+def env_for(tmp_path: Path, cluster: Cluster, headless: str) -> dict[str, str]:
+    env = {
+        **os.environ,
+        "LOOPKIT_RUNS_DIR": str(tmp_path / "runs"),
+        "LOOPKIT_HEADLESS": headless,
+        "LOOPKIT_DATABASE_URL": cluster.url,
+        "COLUMNS": "200",
+    }
+    env.pop("LOOPKIT_IN_HEADLESS_SESSION", None)
+    return env
+
+
+def lines_with(worker: Worker, text: str) -> list[str]:
+    return [line for line in worker.lines if text in line]
+
+
+def test_a_worker_waits_for_its_database_and_stops_on_sigterm_during_an_outage(
+    tmp_path: Path, cluster: Cluster
+) -> None:
+    cluster.stop()
+    worker = Worker("patient", env_for(tmp_path, cluster, "never"))
+    try:
+        wait_until(lambda: lines_with(worker, UNREACHABLE), "the outage reported", [worker], 120)
+        time.sleep(3)  # several tries meanwhile, still one line
+        assert len(lines_with(worker, UNREACHABLE)) == 1, worker.lines
+        cluster.start()
+        wait_until(lambda: lines_with(worker, "taking card runs"), "the intake", [worker], 120)
+        assert len(lines_with(worker, BACK)) == 1, worker.lines
+        assert not any("Traceback" in line for line in worker.lines), worker.lines
+
+        cluster.stop()  # an outage while it polls
+        wait_until(lambda: len(lines_with(worker, UNREACHABLE)) == 2, "second", [worker], 120)
+        worker.proc.send_signal(signal.SIGTERM)
+        status = worker.proc.wait(timeout=60)
+    finally:
+        worker.stop()
+    assert status == 130, worker.lines
+    assert "stopped while the runs database is unreachable" in worker.lines[-1], worker.lines
+    assert not any("Traceback" in line for line in worker.lines), worker.lines
+
+
+@pytest.mark.ui
+def test_a_run_pauses_through_a_database_outage_and_the_worker_takes_work_after_it(
+    tmp_path: Path, cluster: Cluster
+) -> None:
+    env = env_for(tmp_path, cluster, "always")
+    marker = tmp_path / "built-once"
+    code = (
+        f"import pathlib, time; p = pathlib.Path({str(marker)!r}); first = not p.exists(); "
+        "p.touch(); time.sleep(20 if first else 0)"
+    )
+    slow = tmp_path / "slow.toml"
+    slow.write_text(
+        f"[tools]\nbuild_command = {json.dumps([sys.executable, '-c', code])}\n", encoding="utf-8"
+    )
+    first, second = tmp_path / "a" / f"{CARD}.md", tmp_path / "b" / f"{CARD}.md"
+    for card in (first, second):
+        card.parent.mkdir()
+        shutil.copy(CARDS / f"{CARD}.md", card)
+    first_id = runs(env, "--config", str(slow), "enqueue", str(first)).strip()
+    second_id = runs(env, "enqueue", str(second)).strip()
+
+    worker = Worker("steady", env)
+    try:
+        wait_until(marker.exists, "the first run's build started", [worker])
+        cluster.stop()
+        time.sleep(15)  # the build ends meanwhile: its checkpoint waits for the database
+        assert worker.proc.poll() is None, worker.lines
+        cluster.start()
+        wait_until(lambda: second_id in worker.ended(), "the queued run done", [worker])
+        status_before_stop = worker.proc.poll()
+    finally:
+        worker.stop()
+    assert status_before_stop is None
+    assert worker.ended() == [first_id, second_id], worker.lines
+    assert len(lines_with(worker, UNREACHABLE)) == 1, worker.lines
+    assert len(lines_with(worker, BACK)) == 1, worker.lines
+    assert not any("Traceback" in line for line in worker.lines), worker.lines
+    # The first run went on in the same worker: no interruption, no resume, one start and result.
+    record = json.loads(runs(env, "show", first_id, "--json"))
+    assert record["state"] == "done" and record["worker"].startswith("steady:"), record
+    events = [json.loads(line) for line in Path(record["log_path"]).read_text().splitlines()]
+    types = Counter(e["type"] for e in events)
+    assert (types["start"], types["result"]) == (1, 1), types
+    assert (types["interrupted"], types["resumed"]) == (0, 0), types
+    assert [e["type"] for e in events][-1] == "result"
+    assert Card.load(first).state == Card.load(second).state == CardState.DONE
