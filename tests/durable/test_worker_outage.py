@@ -90,7 +90,7 @@ def test_a_run_pauses_through_a_database_outage_and_the_worker_takes_work_after_
     marker = tmp_path / "built-once"
     code = (
         f"import pathlib, time; p = pathlib.Path({str(marker)!r}); first = not p.exists(); "
-        "p.touch(); time.sleep(20 if first else 0)"
+        "p.touch(); time.sleep(3 if first else 0)"
     )
     slow = tmp_path / "slow.toml"
     slow.write_text(
