@@ -91,3 +91,33 @@ def test_a_run_killed_inside_a_step_resumes_without_repeating_completed_steps(
     resumed = next(e for e in events if e["type"] == "resumed")
     replayed = resumed["data"]["replayed"]
     assert replayed.get("model", 0) == resumed_at - 1
+
+
+@pytest.mark.parametrize("hang", ["prepared:1", "model:1", "finish:1"])
+def test_every_resumed_log_has_one_start_and_one_result(tmp_path: Path, hang: str) -> None:
+    """Killed after the preparation's checkpoint and before the loop wrote ``start`` (the
+    resumed run writes it), inside the first request (``start`` was written: not again), or
+    after the ``result`` line and before its checkpoint (nothing more is written)."""
+    db = str(tmp_path / "runs.sqlite")
+    first = child("start", db, "run-1", str(tmp_path), str(ROUNDS), "--hang", hang)
+    wait_for(tmp_path / "hanging", first)
+    first.send_signal(signal.SIGKILL)
+    first.wait(timeout=30)
+    before = [json.loads(line)["type"] for line in lines(tmp_path / "run.jsonl")]
+    assert before.count("start") == (0 if hang == "prepared:1" else 1)
+    assert before.count("result") == (1 if hang == "finish:1" else 0)
+
+    second = child("resume", db, "run-1", str(tmp_path))
+    out, err = second.communicate(timeout=120)
+    assert second.returncode == 0, err
+    assert json.loads(out.splitlines()[-1])["rounds"] == ROUNDS + 1
+    events = [json.loads(line) for line in lines(tmp_path / "run.jsonl")]
+    types = [e["type"] for e in events]
+    assert (types.count("start"), types.count("result")) == (1, 1), types
+    assert types[-1] == "result"
+    assert sorted(e["data"]["round"] for e in events if e["type"] == "round") == list(range(1, 8))
+    if hang == "finish:1":
+        assert "resumed" not in types  # it had ended: nothing after its result
+    else:
+        assert types.index("start") < types.index("resumed") < types.index("result")
+        assert types.count("resumed") == 1
