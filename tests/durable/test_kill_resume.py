@@ -121,3 +121,44 @@ def test_every_resumed_log_has_one_start_and_one_result(tmp_path: Path, hang: st
     else:
         assert types.index("start") < types.index("resumed") < types.index("result")
         assert types.count("resumed") == 1
+
+
+CARD_TEXT = "---\ntitle: A card\nstate: New\n---\nDo the work.\n"
+
+
+@pytest.mark.parametrize("when", ["closing", "finished"])
+def test_a_cancel_after_the_final_answer_is_honoured_or_refused_whole(
+    tmp_path: Path, when: str
+) -> None:
+    """``closing``: the cancel lands after the model's final answer, before the end's checkpoint:
+    honoured (card Failed, ``cancelled`` and ``result`` lines, the run cancelled). ``finished``:
+    after that checkpoint: refused (card Done, one ``result`` line, the run done, and a second
+    cancel says it has ended)."""
+    from loopkit import Card, CardState
+
+    (tmp_path / "card.md").write_text(CARD_TEXT, encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, str(CHILD.with_name("cancel_child.py")), str(tmp_path / "runs.sqlite"),
+         str(tmp_path), when],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    outcome = json.loads(done.stdout.splitlines()[-1])
+    events = [json.loads(line) for line in lines(tmp_path / "run.jsonl")]
+    types = [e["type"] for e in events]
+    assert (types.count("start"), types.count("result"), types[-1]) == (1, 1, "result"), types
+    card = Card.load(tmp_path / "card.md")
+    if when == "closing":
+        assert "Cancelled" in outcome["ended"], outcome  # DBOS tells the caller so
+        assert outcome["state"] == "cancelled"
+        assert types[-2:] == ["cancelled", "result"]
+        assert events[-1]["data"]["status"] == "cancelled"
+        assert "after the model's final answer: 'RESULT: done'" in events[-1]["data"]["reason"]
+        assert card.state == CardState.FAILED
+    else:
+        # The workflow returned, but its outcome could not be written over the cancel (DBOS
+        # tells its caller it was cancelled): the records read its end's checkpoint.
+        assert outcome["state"] == "done", outcome
+        assert "cancelled" not in types and events[-1]["data"]["status"] == "done"
+        assert card.state == CardState.DONE
+    assert "has ended" in outcome["again"], outcome
