@@ -12,18 +12,44 @@ marks its card Failed), even when this process is killed with SIGKILL.
 
 from __future__ import annotations
 
-import argparse
-import contextlib
-import signal
 import sys
-from dataclasses import dataclass
-from pathlib import Path
-from types import FrameType
-from typing import TYPE_CHECKING
 
-from loopkit.demo.desktop import STOP_SIGNALS as _STOP_SIGNALS
-from loopkit.demo.desktop import needs_headless_desktop as _needs_headless_desktop
-from loopkit.demo.desktop import run_in_headless_desktop
+
+def _one_line_for_an_interrupt(kind: type[BaseException], error: BaseException, tb: object) -> None:
+    # A Ctrl-C that lands before the handlers below are in place (or anywhere nothing catches
+    # it) is one line, not a traceback; Python still exits as interrupted (130).
+    if issubclass(kind, KeyboardInterrupt):
+        sys.stderr.write("interrupted\n")
+    else:
+        sys.__excepthook__(kind, error, tb)  # type: ignore[arg-type]
+
+
+sys.excepthook = _one_line_for_an_interrupt
+
+import os  # noqa: E402
+import signal  # noqa: E402
+
+
+def _interrupted_while_starting(_signum: int, _frame: object) -> None:
+    # Before main() takes over (the imports below take a while under load): nothing has been
+    # started or created yet, so one line and 130, not a KeyboardInterrupt traceback.
+    os.write(2, b"interrupted\n")
+    os._exit(130)
+
+
+for _signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+    signal.signal(_signum, _interrupted_while_starting)
+
+import argparse  # noqa: E402  (after the signal handlers, on purpose)
+import contextlib  # noqa: E402
+from dataclasses import dataclass  # noqa: E402
+from pathlib import Path  # noqa: E402
+from types import FrameType  # noqa: E402
+from typing import TYPE_CHECKING  # noqa: E402
+
+from loopkit.demo.desktop import STOP_SIGNALS as _STOP_SIGNALS  # noqa: E402
+from loopkit.demo.desktop import needs_headless_desktop as _needs_headless_desktop  # noqa: E402
+from loopkit.demo.desktop import run_in_headless_desktop  # noqa: E402
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -31,14 +57,14 @@ if TYPE_CHECKING:
     from loopkit.cards import Card, RunnerConfig
     from loopkit.cards.roles import Role
 
-from loopkit.command_line import (
+from loopkit.command_line import (  # noqa: E402
     EXIT_BAD_INPUT,
     EXIT_FAILED,
     EXIT_INTERRUPTED,
     OneLineParser,
     exit_without_final_collection,
 )
-from loopkit.command_line import EXIT_OK as EXIT_DONE
+from loopkit.command_line import EXIT_OK as EXIT_DONE  # noqa: E402
 
 _EPILOG = """\
 examples:
@@ -254,13 +280,20 @@ def _interrupt(signum: int, _frame: FrameType | None) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point; returns the exit status (see the epilog)."""
-    # First of all: SIGTERM and SIGHUP end the checks as Ctrl-C does, without a traceback.
+    # From here on a stop signal unwinds (Ctrl-C as usual; SIGTERM and SIGHUP end the checks
+    # as Ctrl-C does), without a traceback.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     for signum in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(signum, _interrupt)
     try:
         return _main(list(sys.argv[1:] if argv is None else argv))
     except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+    finally:
+        # What is left is the exit itself: a signal now ends it quietly too.
+        for signum in _STOP_SIGNALS:
+            signal.signal(signum, _interrupted_while_starting)
 
 
 def _main(argv: list[str]) -> int:
