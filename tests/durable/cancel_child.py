@@ -1,12 +1,13 @@
 """A durable card run in its own process whose cancel lands after the model's final answer.
 
-``python cancel_child.py DB WORK_DIR closing|finished`` runs a card (``WORK_DIR/card.md``) with
+``python cancel_child.py DB WORK_DIR closing|finished|killed`` runs a card (``WORK_DIR/card.md``) with
 :class:`~loopkit.cards.durable.DurableCardRunner` as the card-run workflow: a model that calls one
 tool, then answers ``RESULT: done``. The cancel (DBOS's, as ``loopkit.runs cancel`` does it) is
 made ``closing``: while the tool source closes after the final answer (before the end's
 checkpoint), or ``finished``: after the end's checkpoint, before the workflow returns. Then it
 tries to cancel again with :func:`~loopkit.cards.queue.cancel_card_run`, and prints one JSON
-line: the run's record (state, reason) and what the second cancel said.
+line: the run's record (state, reason) and what the second cancel said. ``killed`` hangs
+after the end's checkpoint (``WORK_DIR/hanging``), for a SIGKILL there.
 """
 
 from __future__ import annotations
@@ -86,6 +87,9 @@ async def card_run(request: dict[str, Any]) -> dict[str, Any]:
         outcome = await runner.run(card)
     if WHEN == "finished":
         await cancel_in_database()
+    if WHEN == "killed":  # the end is recorded; killed before the workflow's own end
+        (WORK / "hanging").write_text("after the end's checkpoint")
+        await asyncio.sleep(3600)
     return {
         "status": outcome.result.status,
         "card_state": outcome.card.state.value if outcome.card else "",

@@ -162,3 +162,37 @@ def test_a_cancel_after_the_final_answer_is_honoured_or_refused_whole(
         assert "cancelled" not in types and events[-1]["data"]["status"] == "done"
         assert card.state == CardState.DONE
     assert "has ended" in outcome["again"], outcome
+
+
+def test_a_run_killed_after_its_end_was_recorded_has_nothing_to_resume(tmp_path: Path) -> None:
+    """Killed between its end's checkpoint and the workflow's own end: the run reads as done
+    (not interrupted), and the demo's account of the kill says there is nothing to resume."""
+    import asyncio
+    from datetime import UTC, datetime, timedelta
+
+    from loopkit.cards import RunnerConfig
+    from loopkit.cards.durable import list_card_runs
+    from loopkit.demo.durable import after_a_killed_run, runtime_for
+
+    (tmp_path / "card.md").write_text(CARD_TEXT, encoding="utf-8")
+    db = tmp_path / "runs.sqlite"
+    since = datetime.now(UTC) - timedelta(seconds=1)
+    proc = subprocess.Popen(
+        [sys.executable, str(CHILD.with_name("cancel_child.py")), str(db), str(tmp_path), "killed"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    wait_for(tmp_path / "hanging", proc)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=30)
+    config = RunnerConfig(database_url=f"sqlite:///{db}", runs_dir=tmp_path / "runs")
+
+    async def read() -> tuple[list[str], tuple[str, int]]:
+        async with runtime_for(config) as runtime:
+            interrupted = [r.run_id for r in await list_card_runs(runtime, state="interrupted")]
+        told = await after_a_killed_run(config, str(tmp_path / "card.md"), since)
+        return interrupted, told
+
+    interrupted, (told, status) = asyncio.run(read())
+    assert interrupted == []
+    assert "had finished (done) before its process was killed: nothing to resume" in told, told
+    assert status == 0

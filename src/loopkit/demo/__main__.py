@@ -52,6 +52,8 @@ from loopkit.demo.desktop import needs_headless_desktop as _needs_headless_deskt
 from loopkit.demo.desktop import run_in_headless_desktop  # noqa: E402
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     from rich.console import Console
 
     from loopkit.cards import Card, RunnerConfig
@@ -184,20 +186,39 @@ def exit_status(status: int) -> int:
 
 
 def _rerun_in_headless_desktop(
-    argv: list[str], config: RunnerConfig, card_path: Path | None
+    argv: list[str], config: RunnerConfig, card_path: Path | None, which: str | None = None
 ) -> int:
+    from datetime import UTC, datetime, timedelta
+
+    since = datetime.now(UTC) - timedelta(seconds=1)  # the database's clock is this host's
     status = run_in_headless_desktop("loopkit.demo", argv)
     if status not in (EXIT_DONE, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INTERRUPTED):
         if config.durable or card_path is None:
-            # A durable run's checkpoints survive its process: it is interrupted, not failed.
-            print(
-                f"error: the run ended abnormally ({_how(status)}); it was durable, so its card "
-                "stays In Work: resume it with `python -m loopkit.demo --resume`",
-                file=sys.stderr,
-            )
-            return EXIT_INTERRUPTED
+            # A durable run's checkpoints survive its process: say what the database has.
+            told, outcome = _after_a_killed_durable_run(config, card_path, since, which)
+            print(f"error: the run ended abnormally ({_how(status)}); {told}", file=sys.stderr)
+            return outcome
         _mark_failed_after_a_killed_run(config, card_path, status)
     return exit_status(status)
+
+
+def _after_a_killed_durable_run(
+    config: RunnerConfig, card_path: Path | None, since: datetime, which: str | None
+) -> tuple[str, int]:
+    """What the database says about the run(s) of the killed process: one line, exit status."""
+    import asyncio
+
+    try:
+        from loopkit.demo.durable import after_a_killed_run
+
+        card = str(card_path.resolve()) if card_path is not None else None
+        return asyncio.run(after_a_killed_run(config, card, since, which))
+    except Exception as e:  # the database cannot be read: say what is known
+        return (
+            f"it was durable, but its runs cannot be read now ({type(e).__name__}: {e}); "
+            "`python -m loopkit.demo --resume` lists what can be resumed",
+            EXIT_INTERRUPTED,
+        )
 
 
 def _how(status: int) -> str:
@@ -359,7 +380,7 @@ def _resume(argv: list[str], config: RunnerConfig, which: str | None, console: C
     import asyncio
 
     if which is not None and _needs_headless_desktop(config.headless):
-        return _rerun_in_headless_desktop(argv, config, None)
+        return _rerun_in_headless_desktop(argv, config, None, which)
     if which is None:
         from loopkit.demo.durable import resume_demo_runs
 
