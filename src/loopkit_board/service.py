@@ -44,7 +44,9 @@ totals}, and last ``end`` {state, reason}. See :mod:`loopkit_board.feed`.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -53,6 +55,7 @@ from typing import TYPE_CHECKING, Any
 from loopkit.abstractions.content import ChatMessage, ChatRole
 from loopkit.cards.card import Card
 from loopkit.cards.config import ConfigError, RunnerConfig
+from loopkit.durable.outage import Outage
 from loopkit.errors import CardError, LoopkitError
 from loopkit_board.artifacts import RunArtifacts, merge_findings, run_artifacts
 from loopkit_board.cards import CardEntry, CardFolder
@@ -74,6 +77,10 @@ __all__ = [
 
 #: The file of the chat sessions, in the data folder.
 CHATS_FILE = "chats.sqlite"
+
+
+def _log_warning(message: str) -> None:
+    logging.getLogger("loopkit_board").warning(message)
 
 
 class BoardError(LoopkitError):
@@ -128,6 +135,14 @@ class BoardService:
         self.chat_model = chat_model
         self.log_poll = log_poll
         self._runtime: DurableRuntime | None = None
+        #: The runs database as this process sees it: lost (a page says so, streams wait) or
+        #: reachable; one log line per change (see :meth:`database_lost`).
+        self.outage = Outage(
+            _log_warning,
+            what="the runs database",
+            meanwhile="pages answer 503 and run streams wait; runs go on in their workers",
+        )
+        self._watch: asyncio.Task[None] | None = None
         self._feeds: dict[str, RunFeed] = {}
         self._prepared: dict[str, PreparedRun] = {}
 
@@ -144,13 +159,39 @@ class BoardService:
         runtime = DurableRuntime(
             database_for(self.config),
             executor_id=process_executor_id("board"),
-            log_level="ERROR",
+            # DBOS logs each failed try of a lost database; the outage gets one line here.
+            log_level="CRITICAL",
+            # A lost database is an answer ("try again"), not a request that hangs.
+            on_lost_database="raise",
         )
         await runtime.start()
         self._runtime = runtime
 
+    def database_lost(self, error: BaseException) -> None:
+        """A call found the runs database unreachable: say so (once per outage) and watch for
+        its return in the background (which says so, once)."""
+        self.outage.lost(error)
+        if self._watch is None or self._watch.done():
+            self._watch = asyncio.create_task(self._watch_database(), name="runs database")
+
+    async def _watch_database(self) -> None:
+        from loopkit.durable.database import is_database_unavailable
+
+        while self._runtime is not None:
+            try:
+                await self._runtime.check_database()
+            except Exception as e:
+                if not is_database_unavailable(e):
+                    raise
+                await asyncio.sleep(self.outage.lost(e))
+                continue
+            self.outage.back()
+            return
+
     async def stop(self) -> None:
         """Close the database (runs go on in their workers)."""
+        if self._watch is not None:
+            self._watch.cancel()
         runtime, self._runtime = self._runtime, None
         if runtime is not None:
             await runtime.stop()
@@ -338,6 +379,15 @@ class BoardService:
             del self._feeds[feed.run_id]
 
     async def _probe(self, run_id: str) -> tuple[str, int | None, Path | None, str | None]:
+        from loopkit.durable.errors import DatabaseUnavailableError
+
+        try:
+            return await self._probe_now(run_id)
+        except DatabaseUnavailableError as e:
+            self.database_lost(e)
+            raise
+
+    async def _probe_now(self, run_id: str) -> tuple[str, int | None, Path | None, str | None]:
         run = await self.runtime.get_run(run_id)
         if run is None:
             return "failed", None, None, f"there is no run {run_id!r}"

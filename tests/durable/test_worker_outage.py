@@ -128,3 +128,34 @@ def test_a_run_pauses_through_a_database_outage_and_the_worker_takes_work_after_
     assert (types["interrupted"], types["resumed"]) == (0, 0), types
     assert [e["type"] for e in events][-1] == "result"
     assert Card.load(first).state == Card.load(second).state == CardState.DONE
+
+
+def test_the_board_answers_503_through_an_outage_and_pages_again_after(
+    tmp_path: Path, cluster: Cluster
+) -> None:
+    from tests.board.helpers import running_board
+
+    with running_board(tmp_path, "--database", cluster.url) as board:
+        with board.client() as client:
+            board.login(client)
+            assert client.get("/runs").status_code == 200
+            cluster.stop()
+            for _ in range(3):  # every page that needs the database says so, the board lives
+                down = client.get("/runs")
+                assert down.status_code == 503, down.text
+                assert "runs database cannot be reached" in down.text
+                assert down.headers["retry-after"] == "5"
+            assert client.get("/login").status_code == 200
+            cluster.start()
+            deadline = time.monotonic() + 60
+            while (status := client.get("/runs").status_code) != 200:
+                assert status == 503 and time.monotonic() < deadline, status
+                time.sleep(0.5)
+            assert client.get("/").status_code == 200
+        time.sleep(6)  # the board's watch tries every 5 s at most: it has seen the return
+        board.stop()
+        assert board.process.stdout is not None
+        output = board.process.stdout.read()
+    assert output.count("the runs database is unreachable (") == 1, output
+    assert output.count("the runs database is reachable again") == 1, output
+    assert "Traceback" not in output, output
