@@ -159,3 +159,39 @@ def test_the_board_answers_503_through_an_outage_and_pages_again_after(
     assert output.count("the runs database is unreachable (") == 1, output
     assert output.count("the runs database is reachable again") == 1, output
     assert "Traceback" not in output, output
+
+
+def test_the_slack_bot_rides_out_an_outage_and_queues_again_after(
+    tmp_path: Path, cluster: Cluster
+) -> None:
+    from tests.board.helpers import copy_card
+    from tests.slack.conftest import ALLOWED, ROLE, BotProcess, bot_env, write_bot_config
+    from tests.slack.fake_slack import FakeSlack
+
+    first = copy_card(tmp_path / "cards", CARD)
+    second = copy_card(tmp_path / "cards", "total-ignores-the-discount")
+    runner = tmp_path / "runner.toml"
+    runner.write_text(f"database_url = {json.dumps(cluster.url)}\n", encoding="utf-8")
+    with FakeSlack() as slack:
+        config = write_bot_config(tmp_path, slack, runner_config=str(runner))
+        bot = BotProcess(tmp_path, slack, config, bot_env(tmp_path))
+        try:
+            ts = slack.send_message(ALLOWED, f"{ROLE} {first}")
+            slack.wait_post(ts, "queued, position 1")
+            cluster.stop()
+            ts = slack.send_message(ALLOWED, f"{ROLE} {second}")
+            told = slack.wait_post(ts, "cannot be reached")
+            assert "Traceback" not in told.args["text"]
+            time.sleep(3)  # the first run's thread is followed meanwhile
+            assert bot.process.poll() is None, bot.output()
+            cluster.start()
+            ts = slack.send_message(ALLOWED, f"{ROLE} {second}")
+            slack.wait_post(ts, "queued, position 2")
+            time.sleep(6)  # the service's watch tries every 5 s at most
+        finally:
+            status = bot.stop()
+    output = bot.output()
+    assert status == 130, output
+    assert output.count("the runs database is unreachable (") == 1, output
+    assert output.count("the runs database is reachable again") == 1, output
+    assert "Traceback" not in output, output
