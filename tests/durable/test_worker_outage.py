@@ -14,6 +14,7 @@ import json
 import os
 import shutil
 import signal
+import subprocess
 import sys
 import time
 from collections import Counter
@@ -61,6 +62,13 @@ def test_a_worker_waits_for_its_database_and_stops_on_sigterm_during_an_outage(
     tmp_path: Path, cluster: Cluster
 ) -> None:
     cluster.stop()
+    listed = subprocess.run(
+        [sys.executable, "-m", "loopkit.runs", "list"],
+        env=env_for(tmp_path, cluster, "never"), capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert listed.returncode == 1, listed.stdout + listed.stderr
+    assert listed.stderr.count("\n") == 1 and "cannot be reached" in listed.stderr, listed.stderr
+    assert "Traceback" not in listed.stdout + listed.stderr
     worker = Worker("patient", env_for(tmp_path, cluster, "never"))
     try:
         wait_until(lambda: lines_with(worker, UNREACHABLE), "the outage reported", [worker], 120)

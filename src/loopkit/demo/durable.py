@@ -288,6 +288,17 @@ async def run_durable_demo(
                 f"{_resume_hint(run_id)}"
             )
             return EXIT_INTERRUPTED
+        except BaseException as e:
+            if "Cancelled" not in type(e).__name__:  # DBOS's: cancelled (loopkit.runs cancel)
+                raise
+            record = await get_card_run(runtime, run_id)
+            state = record.state if record is not None else "cancelled"
+            if state == "cancelled":
+                console.print(f"[red]cancelled:[/red] run {run_id} was cancelled; card Failed")
+                return EXIT_FAILED
+            # Cancelled once its end had begun: refused, it ended as its log says.
+            console.print(f"run {run_id}: the cancel came after its end; it is {state}")
+            return EXIT_DONE if state == "done" else EXIT_FAILED
         finally:
             _WATCHED.pop(run_id, None)
     return _summary(console, CardRunResult.model_validate(output))
