@@ -203,3 +203,19 @@ def test_the_slack_bot_rides_out_an_outage_and_queues_again_after(
     assert output.count("the runs database is unreachable (") == 1, output
     assert output.count("the runs database is reachable again") == 1, output
     assert "Traceback" not in output, output
+
+
+def test_a_runtime_creates_its_postgresql_database_when_missing(cluster: Cluster) -> None:
+    """As DBOS does for the engines it makes (loopkit gives it its own)."""
+    import asyncio
+
+    from loopkit.durable import DurableRuntime
+
+    url = cluster.url.replace("/loopkit_test?", "/loopkit_fresh?")
+
+    async def use() -> list[object]:
+        async with DurableRuntime(url, log_level="CRITICAL") as runtime:
+            await runtime.check_database()
+            return list(await runtime.list_runs())
+
+    assert asyncio.run(use()) == []

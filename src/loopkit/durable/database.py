@@ -26,6 +26,7 @@ from loopkit.durable.errors import DatabaseUnavailableError
 
 __all__ = [
     "OnLostDatabase",
+    "create_postgres_database",
     "describe_unavailable",
     "is_database_unavailable",
     "postgres_engine",
@@ -128,6 +129,34 @@ def postgres_engine(url: str, *, on_lost: OnLostDatabase = "wait") -> Any:
         return None
 
     return engine
+
+
+def create_postgres_database(url: str) -> None:
+    """Create the database ``url`` names if it does not exist, as DBOS does for the engines it
+    makes itself (it does not for one it is given). A failure is left to the first real use,
+    which says what is wrong."""
+    import sqlalchemy as sa
+
+    target = sa.make_url(url).set(drivername="postgresql+psycopg")
+    name = target.database
+    if not name:
+        return
+    engine = sa.create_engine(
+        target.set(database="postgres"), connect_args={"connect_timeout": 10}, poolclass=sa.NullPool
+    )
+    try:
+        with engine.connect() as connection:
+            connection = connection.execution_options(isolation_level="AUTOCOMMIT")
+            found = connection.execute(
+                sa.text("SELECT 1 FROM pg_database WHERE datname = :name"), {"name": name}
+            ).scalar()
+            if not found:
+                quoted = engine.dialect.identifier_preparer.quote_identifier(name)
+                connection.execute(sa.text(f"CREATE DATABASE {quoted}"))
+    except Exception:  # no right to create it, the server is down, ...: the launch will say
+        pass
+    finally:
+        engine.dispose()
 
 
 def sqlite_engine(url: str) -> Any:

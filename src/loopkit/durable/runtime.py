@@ -215,10 +215,15 @@ class DurableRuntime:
         return config
 
     def _make_engine(self) -> Any:
-        from loopkit.durable.database import postgres_engine, sqlite_engine
+        from loopkit.durable.database import (
+            create_postgres_database,
+            postgres_engine,
+            sqlite_engine,
+        )
 
         if self.database_url.startswith("sqlite:///"):
             return sqlite_engine(self.database_url)
+        create_postgres_database(self.database_url)  # DBOS does not for an engine it is given
         return postgres_engine(self.database_url, on_lost=self.on_lost_database)
 
     async def start(self) -> None:
