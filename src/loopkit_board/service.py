@@ -143,6 +143,7 @@ class BoardService:
             meanwhile="pages answer 503 and run streams wait; runs go on in their workers",
         )
         self._watch: asyncio.Task[None] | None = None
+        self._starting: asyncio.Task[None] | None = None
         self._feeds: dict[str, RunFeed] = {}
         self._prepared: dict[str, PreparedRun] = {}
 
@@ -150,9 +151,10 @@ class BoardService:
     async def start(self) -> None:
         """Open the durable runs' database (created on first use)."""
         from loopkit.demo.durable import database_for
+        from loopkit.durable.errors import DatabaseUnavailableError
         from loopkit.durable.runtime import DurableRuntime, process_executor_id
 
-        if self._runtime is not None:
+        if self._runtime is not None or self._starting is not None:
             return
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.config.runs_dir.mkdir(parents=True, exist_ok=True)
@@ -164,8 +166,28 @@ class BoardService:
             # A lost database is an answer ("try again"), not a request that hangs.
             on_lost_database="raise",
         )
-        await runtime.start()
+        try:
+            await runtime.start()
+        except DatabaseUnavailableError as e:
+            # Up without it: pages say so (503) until the database is there, then work.
+            wait = self.outage.lost(e)
+            self._starting = asyncio.create_task(self._start_later(runtime, wait))
+            return
         self._runtime = runtime
+
+    async def _start_later(self, runtime: DurableRuntime, wait: float) -> None:
+        from loopkit.durable.errors import DatabaseUnavailableError
+
+        while True:
+            await asyncio.sleep(wait)
+            try:
+                await runtime.start()
+            except DatabaseUnavailableError as e:
+                wait = self.outage.lost(e)
+                continue
+            self._runtime = runtime
+            self.outage.back()
+            return
 
     def database_lost(self, error: BaseException) -> None:
         """A call found the runs database unreachable: say so (once per outage) and watch for
@@ -190,8 +212,10 @@ class BoardService:
 
     async def stop(self) -> None:
         """Close the database (runs go on in their workers)."""
-        if self._watch is not None:
-            self._watch.cancel()
+        for task in (self._watch, self._starting):
+            if task is not None:
+                task.cancel()
+        self._starting = None
         runtime, self._runtime = self._runtime, None
         if runtime is not None:
             await runtime.stop()
@@ -206,6 +230,12 @@ class BoardService:
     @property
     def runtime(self) -> DurableRuntime:
         if self._runtime is None:
+            if self._starting is not None:
+                from loopkit.durable.errors import DatabaseUnavailableError
+
+                raise DatabaseUnavailableError(
+                    "the runs database could not be reached yet; the board keeps trying"
+                )
             raise BoardError("the board service is not started: use `async with service:`")
         return self._runtime
 

@@ -169,6 +169,29 @@ def test_the_board_answers_503_through_an_outage_and_pages_again_after(
     assert "Traceback" not in output, output
 
 
+def test_a_board_started_before_its_database_answers_503_until_it_is_there(
+    tmp_path: Path, cluster: Cluster
+) -> None:
+    from tests.board.helpers import running_board
+
+    cluster.stop()
+    with running_board(tmp_path, "--database", cluster.url) as board:
+        with board.client() as client:
+            board.login(client)
+            assert client.get("/runs").status_code == 503
+            cluster.start()
+            deadline = time.monotonic() + 60
+            while (status := client.get("/runs").status_code) != 200:
+                assert status == 503 and time.monotonic() < deadline, status
+                time.sleep(0.5)
+        board.stop()
+        assert board.process.stdout is not None
+        output = board.process.stdout.read()
+    assert output.count("the runs database is unreachable (") == 1, output
+    assert output.count("the runs database is reachable again") == 1, output
+    assert "Traceback" not in output, output
+
+
 def test_the_slack_bot_rides_out_an_outage_and_queues_again_after(
     tmp_path: Path, cluster: Cluster
 ) -> None:
