@@ -196,3 +196,52 @@ def test_a_run_killed_after_its_end_was_recorded_has_nothing_to_resume(tmp_path:
     assert interrupted == []
     assert "had finished (done) before its process was killed: nothing to resume" in told, told
     assert status == 0
+
+
+FAILING = """
+import asyncio, json, sys
+from loopkit.durable import DurableRuntime, durable_workflow
+from loopkit.errors import BudgetExceededError, ProviderError
+
+@durable_workflow("tests.failing")
+async def failing(kind: str) -> None:
+    if kind == "provider":
+        raise ProviderError("overloaded", retryable=True, status_code=529, provider="anthropic")
+    raise BudgetExceededError("budget spent", used=400_100, budget=400_000)
+
+async def main() -> None:
+    from dbos import DBOS, SetWorkflowID
+    async with DurableRuntime(sys.argv[1], log_level="CRITICAL") as runtime:
+        with SetWorkflowID(sys.argv[2]):
+            try:
+                await failing(sys.argv[2])
+            except Exception:
+                pass
+        record = await runtime.get_run(sys.argv[2])
+        handle = await DBOS.retrieve_workflow_async(sys.argv[2])
+        try:
+            await handle.get_result()
+        except Exception as e:
+            print(json.dumps({"error": record.error, "type": type(e).__name__, "fields": vars(e)}))
+
+asyncio.run(main())
+"""
+
+
+@pytest.mark.parametrize("kind", ["provider", "budget"])
+def test_a_failed_durable_runs_error_reads_back_with_its_fields(tmp_path: Path, kind: str) -> None:
+    """DBOS stores a failed workflow's error pickled; reading the run back unpickles it."""
+    db = str(tmp_path / "runs.sqlite")
+    done = subprocess.run(
+        [sys.executable, "-c", FAILING, db, kind], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    got = json.loads(done.stdout.splitlines()[-1])
+    if kind == "provider":
+        assert got["type"] == "ProviderError" and got["error"].startswith("ProviderError: ")
+        assert got["fields"] == {
+            "retryable": True, "status_code": 529, "retry_after": None, "provider": "anthropic"
+        }  # fmt: skip
+    else:
+        assert got["type"] == "BudgetExceededError"
+        assert got["fields"] == {"used": 400_100, "budget": 400_000}
