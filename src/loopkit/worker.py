@@ -21,7 +21,7 @@ import os
 import re
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from loopkit.cards import RunnerConfig
@@ -127,8 +127,14 @@ async def serve(config: RunnerConfig, name: str, *, max_runs: int | None = None)
         status = await _take_runs(runtime, stop, outage, max_runs)
         if status is not None:
             return status
-        # Stopped: the run in progress is interrupted (it logs so and stays pending).
-        tasks = [d.task for d in active_runs().values() if d.task is not None and d.interrupt()]
+        # Stopped: the run in progress is interrupted (it logs so and stays pending), unless it
+        # was cancelled meanwhile (not yet seen by a poll): then it ends cancelled, whole.
+        cancelled = set() if outage.down else await _cancelled_ones(runtime, active_runs())
+        tasks = [
+            d.task
+            for run_id, d in active_runs().items()
+            if d.task is not None and d.interrupt(cancelled=run_id in cancelled)
+        ]
         if tasks:
             await asyncio.wait(tasks, timeout=None if not outage.down else 10)
             _log(me, "stopped; the run in progress stays pending for the next worker")
@@ -140,6 +146,20 @@ async def serve(config: RunnerConfig, name: str, *, max_runs: int | None = None)
             os._exit(EXIT_INTERRUPTED)
         await runtime.stop()
     return EXIT_INTERRUPTED
+
+
+async def _cancelled_ones(runtime: DurableRuntime, active: dict[str, Any]) -> set[str]:
+    """The ids of ``active`` runs that are cancelled in the database (none when it cannot be
+    read now)."""
+    found: set[str] = set()
+    # Bounded: a database lost just now must not hold a stopping worker.
+    with contextlib.suppress(Exception):
+        async with asyncio.timeout(5):
+            for run_id in active:
+                record = await runtime.get_run(run_id)
+                if record is not None and record.status == "CANCELLED":
+                    found.add(run_id)
+    return found
 
 
 async def _stopped(stop: asyncio.Event, seconds: float) -> bool:
