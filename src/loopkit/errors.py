@@ -3,10 +3,47 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
+
+__all__ = [
+    "BudgetExceededError",
+    "CardError",
+    "KeepsFieldsWhenPickled",
+    "LoopkitError",
+    "MCPServerError",
+    "MaxConsecutiveErrorsError",
+    "OutputValidationError",
+    "ProviderError",
+    "ScriptDivergedError",
+    "UnknownToolError",
+    "describe_error",
+    "describe_validation_error",
+]
 
 
-class LoopkitError(Exception):
-    """Base class of every error loopkit raises on purpose."""
+def _restore_error(cls: type[BaseException], args: tuple[Any, ...], fields: dict[str, Any]) -> Any:
+    """An exception read back from a pickle: made without calling ``__init__`` (whose
+    signature is the class's own), then given its ``args`` and fields."""
+    error = cls.__new__(cls, *args)
+    error.args = args
+    error.__dict__.update(fields)
+    return error
+
+
+class KeepsFieldsWhenPickled:
+    """A mixin for exception classes: pickling keeps the message (``args``) and every field,
+    whatever ``__init__`` takes. (Python's own pickling calls ``cls(*args)``, which fails for
+    an ``__init__`` with keyword-only or other arguments than the message; a failed durable run's
+    error is stored pickled and read back.) Put it before the exception base:
+    ``class MyError(KeepsFieldsWhenPickled, ValueError)``."""
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        error: Any = self
+        return (_restore_error, (type(self), error.args, dict(error.__dict__)))
+
+
+class LoopkitError(KeepsFieldsWhenPickled, Exception):
+    """Base class of every error loopkit raises on purpose (each one pickles with its fields)."""
 
 
 class ProviderError(LoopkitError):

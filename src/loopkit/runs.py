@@ -151,23 +151,31 @@ async def _cancel(runtime: DurableRuntime, args: argparse.Namespace) -> int:
 async def run(config: RunnerConfig, args: argparse.Namespace) -> int:
     """Carry out one command against the database ``config`` names."""
     from loopkit.demo.durable import database_for
-    from loopkit.durable.errors import DurableError
+    from loopkit.durable.errors import DatabaseUnavailableError, DurableError
     from loopkit.durable.runtime import DurableRuntime, process_executor_id
 
     runtime = DurableRuntime(
-        database_for(config), executor_id=process_executor_id("runs"), log_level="ERROR"
+        database_for(config),
+        executor_id=process_executor_id("runs"),
+        log_level="CRITICAL",  # an unreachable database is said below, once
+        on_lost_database="raise",  # a command says so at once rather than wait
     )
-    async with runtime:
-        try:
-            if args.command == "enqueue":
-                return await _enqueue(runtime, config, args)
-            if args.command == "list":
-                return await _list(runtime, args)
-            if args.command == "show":
-                return await _show(runtime, args)
-            return await _cancel(runtime, args)
-        except DurableError as e:
-            return _error(str(e), EXIT_FAILED if "has ended" in str(e) else EXIT_BAD_INPUT)
+    try:
+        async with runtime:
+            try:
+                if args.command == "enqueue":
+                    return await _enqueue(runtime, config, args)
+                if args.command == "list":
+                    return await _list(runtime, args)
+                if args.command == "show":
+                    return await _show(runtime, args)
+                return await _cancel(runtime, args)
+            except DatabaseUnavailableError:
+                raise
+            except DurableError as e:
+                return _error(str(e), EXIT_FAILED if "has ended" in str(e) else EXIT_BAD_INPUT)
+    except DatabaseUnavailableError as e:
+        return _error(f"{e}; try again once it is back", EXIT_FAILED)
 
 
 def main(argv: list[str] | None = None) -> int:

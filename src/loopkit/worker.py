@@ -17,13 +17,16 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import os
 import re
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from loopkit.cards import RunnerConfig
+    from loopkit.durable.outage import Outage
+    from loopkit.durable.runtime import DurableRuntime
 
 from loopkit.command_line import (
     EXIT_BAD_INPUT,
@@ -79,13 +82,16 @@ def _log(worker: str, message: str) -> None:
 
 
 async def serve(config: RunnerConfig, name: str, *, max_runs: int | None = None) -> int:
-    """Run the worker until a stop signal (130) or ``max_runs`` ended runs (0)."""
+    """Run the worker until a stop signal (130) or ``max_runs`` ended runs (0). A lost
+    database is waited for (one line when it goes, one when it is back): the run in progress
+    pauses, the desktop stays, and queued runs are taken again once the database is back."""
     import signal
 
     import loopkit.demo.durable  # noqa: F401  (registers the card-run workflow before launch)
-    from loopkit.cards.durable import get_card_run
-    from loopkit.cards.queue import CARD_QUEUE, register_card_queue, requeue_dead_workers_runs
+    from loopkit.cards.queue import CARD_QUEUE
     from loopkit.demo.durable import database_for
+    from loopkit.durable.errors import DatabaseUnavailableError
+    from loopkit.durable.outage import Outage
     from loopkit.durable.run import active_runs
     from loopkit.durable.runtime import DurableRuntime, process_executor_id
 
@@ -93,55 +99,160 @@ async def serve(config: RunnerConfig, name: str, *, max_runs: int | None = None)
         database_for(config),
         executor_id=process_executor_id(name),
         listen=[CARD_QUEUE],
-        # DBOS logs a cancelled or failed run with a traceback; the worker reports each run's
-        # end itself, and the reason is in the run's record and log.
+        # DBOS logs a cancelled or failed run with a traceback, and each retry of a lost
+        # database: the worker reports each run's end and each outage itself.
         log_level="CRITICAL",
         max_runs=max_runs,
+        on_lost_database="wait",  # a run in progress pauses through an outage
     )
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         loop.add_signal_handler(signum, stop.set)
-    ended = 0
     me = runtime.executor_id
-    async with runtime:
-        await register_card_queue()
-        _log(me, f"taking card runs from {runtime!r}, one at a time")
-        running: set[str] = set()
-        leaving: set[str] = set()
-        while not stop.is_set():
-            for run_id in await requeue_dead_workers_runs(runtime):
-                _log(me, f"run {run_id}: its worker is gone; back on the queue")
-            active = active_runs()
-            for run_id, durable in active.items():  # cancelled meanwhile: stop it now
-                found = await runtime.get_run(run_id)
-                if found is not None and found.status == "CANCELLED":
-                    durable.interrupt(cancelled=True)
-            now = set(active)
-            for run_id in sorted(now - running):
-                _log(me, f"run {run_id}: started")
-            # A run's code has returned; DBOS writes its outcome just after: report it then.
-            leaving |= running - now
-            for run_id in sorted(leaving):
-                record = await get_card_run(runtime, run_id)
-                if record is not None and record.state == "running":
-                    continue
-                state = record.state if record is not None else "unknown"
-                reason = f" ({record.reason})" if record is not None and record.reason else ""
-                _log(me, f"run {run_id}: {state}{reason}")
-                leaving.discard(run_id)
-                ended += 1
-            running = now
-            if max_runs is not None and ended >= max_runs and not running and not leaving:
-                return EXIT_OK
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), 0.5)
-        # Stopped: the run in progress is interrupted (it logs so and stays pending).
-        tasks = [d.task for d in active_runs().values() if d.task is not None and d.interrupt()]
+    outage = Outage(
+        lambda message: _log(me, message),
+        what="the runs database",
+        meanwhile="a run in progress waits for it, no new run is taken",
+    )
+    while True:  # a worker started before its database waits for it
+        try:
+            await runtime.start()
+            break
+        except DatabaseUnavailableError as e:
+            if await _stopped(stop, outage.lost(e)):
+                return EXIT_INTERRUPTED
+    outage.back()
+    try:
+        status = await _take_runs(runtime, stop, outage, max_runs)
+        if status is not None:
+            return status
+        # Stopped: the run in progress is interrupted (it logs so and stays pending), unless it
+        # was cancelled meanwhile (not yet seen by a poll): then it ends cancelled, whole.
+        cancelled = set() if outage.down else await _cancelled_ones(runtime, active_runs())
+        tasks = [
+            d.task
+            for run_id, d in active_runs().items()
+            if d.task is not None and d.interrupt(cancelled=run_id in cancelled)
+        ]
         if tasks:
-            await asyncio.wait(tasks)
+            await asyncio.wait(tasks, timeout=None if not outage.down else 10)
             _log(me, "stopped; the run in progress stays pending for the next worker")
+    finally:
+        if outage.down:
+            # DBOS's threads retry the lost database until it is back, and the interpreter
+            # would wait for them at exit: everything durable is in the database already.
+            _log(me, "stopped while the runs database is unreachable; exiting now")
+            os._exit(EXIT_INTERRUPTED)
+        await runtime.stop()
     return EXIT_INTERRUPTED
+
+
+async def _cancelled_ones(runtime: DurableRuntime, active: dict[str, Any]) -> set[str]:
+    """The ids of ``active`` runs that are cancelled in the database (none when it cannot be
+    read now)."""
+    found: set[str] = set()
+    # Bounded: a database lost just now must not hold a stopping worker.
+    with contextlib.suppress(Exception):
+        async with asyncio.timeout(5):
+            for run_id in active:
+                record = await runtime.get_run(run_id)
+                if record is not None and record.status == "CANCELLED":
+                    found.add(run_id)
+    return found
+
+
+async def _stopped(stop: asyncio.Event, seconds: float) -> bool:
+    """Wait ``seconds`` or until ``stop``; True when stopped."""
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(stop.wait(), seconds)
+    return stop.is_set()
+
+
+class _Intake:
+    """What the worker's poll keeps between rounds: the runs it saw running, and those that
+    left (their outcome is reported once DBOS has written it)."""
+
+    def __init__(self, runtime: DurableRuntime, max_runs: int | None) -> None:
+        self.runtime = runtime
+        self.max_runs = max_runs
+        self.me = runtime.executor_id
+        self.running: set[str] = set()
+        self.leaving: set[str] = set()
+        self.ended = 0
+        self.queue_registered = False
+
+    async def poll(self) -> bool:
+        """One round; True once ``max_runs`` runs have ended here."""
+        from loopkit.cards.durable import get_card_run
+        from loopkit.cards.queue import register_card_queue, requeue_dead_workers_runs
+        from loopkit.durable.run import active_runs
+
+        runtime, me = self.runtime, self.me
+        if not self.queue_registered:
+            await register_card_queue()
+            self.queue_registered = True
+            _log(me, f"taking card runs from {runtime!r}, one at a time")
+        for run_id in await requeue_dead_workers_runs(runtime):
+            _log(me, f"run {run_id}: its worker is gone; back on the queue")
+        active = active_runs()
+        for run_id, durable in active.items():  # cancelled meanwhile: stop it now
+            found = await runtime.get_run(run_id)
+            if found is not None and found.status == "CANCELLED":
+                durable.interrupt(cancelled=True)
+        now = set(active)
+        for run_id in sorted(now - self.running):
+            _log(me, f"run {run_id}: started")
+        # A run's code has returned; DBOS writes its outcome just after: report it then.
+        self.leaving |= self.running - now
+        self.running = now
+        for run_id in sorted(self.leaving):
+            record = await get_card_run(runtime, run_id)
+            if record is not None and record.state == "running":
+                continue
+            state = record.state if record is not None else "unknown"
+            reason = f" ({record.reason})" if record is not None and record.reason else ""
+            _log(me, f"run {run_id}: {state}{reason}")
+            self.leaving.discard(run_id)
+            self.ended += 1
+        return (
+            self.max_runs is not None
+            and self.ended >= self.max_runs
+            and not self.running
+            and not self.leaving
+        )
+
+
+async def _take_runs(
+    runtime: DurableRuntime, stop: asyncio.Event, outage: Outage, max_runs: int | None
+) -> int | None:
+    """Poll until stopped (None) or ``max_runs`` runs ended (0), riding out outages."""
+    from loopkit.durable.database import is_database_unavailable
+
+    intake = _Intake(runtime, max_runs)
+    while not stop.is_set():
+        try:
+            await runtime.check_database()
+            # A poll can block inside DBOS when the database goes away under it (DBOS waits
+            # for it): a stop signal must still end the worker.
+            poll = asyncio.ensure_future(intake.poll())
+            stopping = asyncio.ensure_future(stop.wait())
+            await asyncio.wait({poll, stopping}, return_when=asyncio.FIRST_COMPLETED)
+            stopping.cancel()
+            if not poll.done():
+                poll.cancel()
+                return None
+            finished = poll.result()
+        except Exception as e:
+            if not is_database_unavailable(e):
+                raise
+            await _stopped(stop, outage.lost(e))
+            continue
+        outage.back()
+        if finished:
+            return EXIT_OK
+        await _stopped(stop, 0.5)
+    return None
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -34,6 +34,7 @@ from starlette.responses import (
 from starlette.routing import Route
 
 from loopkit.cards.card import CardState
+from loopkit.durable.errors import DatabaseUnavailableError
 from loopkit_board.auth import COOKIE, Accounts, Signer
 from loopkit_board.gate import Gate, new_login_csrf
 from loopkit_board.service import BoardError, BoardService
@@ -334,6 +335,21 @@ def create_app(
         Route("/findings", board.findings, methods=["GET"]),
         Route("/static/board.js", board.script, methods=["GET"]),
     ]
-    app = Starlette(routes=routes, lifespan=lifespan)
+
+    async def database_unavailable(request: Request, error: Exception) -> Response:
+        # Any page or action while the runs database is away: say so; the board retries.
+        service.database_lost(error)
+        return PlainTextResponse(
+            "The runs database cannot be reached right now; the board keeps trying and runs go "
+            "on in their workers. Reload in a few seconds.",
+            status_code=503,
+            headers={"Retry-After": "5"},
+        )
+
+    app = Starlette(
+        routes=routes,
+        lifespan=lifespan,
+        exception_handlers={DatabaseUnavailableError: database_unavailable},
+    )
     app.add_middleware(Gate, accounts=accounts, signer=signer, allowed_hosts=allowed_hosts)
     return app

@@ -25,11 +25,15 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from loopkit.durable.database import is_database_unavailable
+
 __all__ = ["SHORT_RESULT_CHARS", "RunEvent", "RunFeed", "log_events", "short"]
 
 #: A tool result in an event is cut to this many characters (the log keeps it whole).
 SHORT_RESULT_CHARS = 300
 _ENDED = ("done", "failed", "cancelled")
+#: Seconds between state probes while the runs database cannot be reached.
+_OUTAGE_PROBE = 2.0
 
 
 def short(text: Any, limit: int = SHORT_RESULT_CHARS) -> str:
@@ -142,7 +146,16 @@ class RunFeed:
             while True:
                 now = loop.time()
                 if now >= next_probe:
-                    state, position, found, reason = await self._probe()
+                    try:
+                        state, position, found, reason = await self._probe()
+                    except Exception as e:  # the runs database is away: the log goes on
+                        if not is_database_unavailable(e):
+                            raise
+                        next_probe = now + _OUTAGE_PROBE
+                        await asyncio.sleep(self._log_poll)
+                        if log is not None:
+                            offset, partial = await self._read(log, offset, partial)
+                        continue
                     next_probe = now + self._state_poll
                     if state == "queued" and position != last_position:
                         last_position = position

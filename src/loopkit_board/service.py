@@ -44,7 +44,9 @@ totals}, and last ``end`` {state, reason}. See :mod:`loopkit_board.feed`.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -53,6 +55,7 @@ from typing import TYPE_CHECKING, Any
 from loopkit.abstractions.content import ChatMessage, ChatRole
 from loopkit.cards.card import Card
 from loopkit.cards.config import ConfigError, RunnerConfig
+from loopkit.durable.outage import Outage
 from loopkit.errors import CardError, LoopkitError
 from loopkit_board.artifacts import RunArtifacts, merge_findings, run_artifacts
 from loopkit_board.cards import CardEntry, CardFolder
@@ -74,6 +77,10 @@ __all__ = [
 
 #: The file of the chat sessions, in the data folder.
 CHATS_FILE = "chats.sqlite"
+
+
+def _log_warning(message: str) -> None:
+    logging.getLogger("loopkit_board").warning(message)
 
 
 class BoardError(LoopkitError):
@@ -139,6 +146,15 @@ class BoardService:
         #: A trace viewer's page of one trace, ``{trace_id}`` in it: each run links there.
         self.tracing_url = tracing_url
         self._runtime: DurableRuntime | None = None
+        #: The runs database as this process sees it: lost (a page says so, streams wait) or
+        #: reachable; one log line per change (see :meth:`database_lost`).
+        self.outage = Outage(
+            _log_warning,
+            what="the runs database",
+            meanwhile="pages answer 503 and run streams wait; runs go on in their workers",
+        )
+        self._watch: asyncio.Task[None] | None = None
+        self._starting: asyncio.Task[None] | None = None
         self._feeds: dict[str, RunFeed] = {}
         self._prepared: dict[str, PreparedRun] = {}
 
@@ -146,22 +162,71 @@ class BoardService:
     async def start(self) -> None:
         """Open the durable runs' database (created on first use)."""
         from loopkit.demo.durable import database_for
+        from loopkit.durable.errors import DatabaseUnavailableError
         from loopkit.durable.runtime import DurableRuntime, process_executor_id
 
-        if self._runtime is not None:
+        if self._runtime is not None or self._starting is not None:
             return
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.config.runs_dir.mkdir(parents=True, exist_ok=True)
         runtime = DurableRuntime(
             database_for(self.config),
             executor_id=process_executor_id("board"),
-            log_level="ERROR",
+            # DBOS logs each failed try of a lost database; the outage gets one line here.
+            log_level="CRITICAL",
+            # A lost database is an answer ("try again"), not a request that hangs.
+            on_lost_database="raise",
         )
-        await runtime.start()
+        try:
+            await runtime.start()
+        except DatabaseUnavailableError as e:
+            # Up without it: pages say so (503) until the database is there, then work.
+            wait = self.outage.lost(e)
+            self._starting = asyncio.create_task(self._start_later(runtime, wait))
+            return
         self._runtime = runtime
+
+    async def _start_later(self, runtime: DurableRuntime, wait: float) -> None:
+        from loopkit.durable.errors import DatabaseUnavailableError
+
+        while True:
+            await asyncio.sleep(wait)
+            try:
+                await runtime.start()
+            except DatabaseUnavailableError as e:
+                wait = self.outage.lost(e)
+                continue
+            self._runtime = runtime
+            self.outage.back()
+            return
+
+    def database_lost(self, error: BaseException) -> None:
+        """A call found the runs database unreachable: say so (once per outage) and watch for
+        its return in the background (which says so, once)."""
+        self.outage.lost(error)
+        if self._watch is None or self._watch.done():
+            self._watch = asyncio.create_task(self._watch_database(), name="runs database")
+
+    async def _watch_database(self) -> None:
+        from loopkit.durable.database import is_database_unavailable
+
+        while self._runtime is not None:
+            try:
+                await self._runtime.check_database()
+            except Exception as e:
+                if not is_database_unavailable(e):
+                    raise
+                await asyncio.sleep(self.outage.lost(e))
+                continue
+            self.outage.back()
+            return
 
     async def stop(self) -> None:
         """Close the database (runs go on in their workers)."""
+        for task in (self._watch, self._starting):
+            if task is not None:
+                task.cancel()
+        self._starting = None
         runtime, self._runtime = self._runtime, None
         if runtime is not None:
             await runtime.stop()
@@ -176,6 +241,12 @@ class BoardService:
     @property
     def runtime(self) -> DurableRuntime:
         if self._runtime is None:
+            if self._starting is not None:
+                from loopkit.durable.errors import DatabaseUnavailableError
+
+                raise DatabaseUnavailableError(
+                    "the runs database could not be reached yet; the board keeps trying"
+                )
             raise BoardError("the board service is not started: use `async with service:`")
         return self._runtime
 
@@ -357,6 +428,15 @@ class BoardService:
             del self._feeds[feed.run_id]
 
     async def _probe(self, run_id: str) -> tuple[str, int | None, Path | None, str | None]:
+        from loopkit.durable.errors import DatabaseUnavailableError
+
+        try:
+            return await self._probe_now(run_id)
+        except DatabaseUnavailableError as e:
+            self.database_lost(e)
+            raise
+
+    async def _probe_now(self, run_id: str) -> tuple[str, int | None, Path | None, str | None]:
         run = await self.runtime.get_run(run_id)
         if run is None:
             return "failed", None, None, f"there is no run {run_id!r}"

@@ -24,6 +24,7 @@ from typing import NoReturn
 # One class and one spelling for the library's commands and these (the HTTP address and token
 # checks in loopkit.mcp.http_security raise it).
 from loopkit.command_line import BadInput, shown
+from loopkit.errors import KeepsFieldsWhenPickled
 
 __all__ = [
     "EXIT_BAD_INPUT",
@@ -59,7 +60,7 @@ EXIT_CODES_EPILOG = (
 )
 
 
-class Interrupted(KeyboardInterrupt):
+class Interrupted(KeepsFieldsWhenPickled, KeyboardInterrupt):
     """A stop signal arrived; raised in the main thread so clean-up code runs.
 
     A :class:`KeyboardInterrupt`, as Ctrl+C is: an event loop re-raises it from any callback

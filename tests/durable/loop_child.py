@@ -7,6 +7,11 @@ answers ``RESULT: done``. The model and the tool append one line to ``WORK_DIR/m
 counts what really ran. ``--hang`` makes the K-th request or call write ``WORK_DIR/hanging`` and
 sleep, so the test can SIGKILL the process exactly there. ``resume DB RUN_ID WORK_DIR`` takes the
 run over in a new process. Both print the workflow's output as one JSON line.
+
+As a card run does, the workflow prepares (a checkpoint) before the loop and ends with a
+``finish`` checkpoint that writes the log's ``result`` line; ``--hang prepared:1`` hangs after the
+preparation's checkpoint (before the loop writes ``start``), ``--hang finish:1`` after the
+``result`` line was written and before its checkpoint is recorded.
 """
 
 from __future__ import annotations
@@ -26,6 +31,8 @@ from loopkit.durable import (
     DurableChatClient,
     DurableRunLog,
     DurableRuntime,
+    current_durable_run,
+    durable_step,
     durable_tools,
     durable_workflow,
     process_executor_id,
@@ -75,8 +82,13 @@ async def loop_workflow(rounds: int) -> dict[str, Any]:
 
     global ROUNDS
     ROUNDS = rounds
+    await durable_step("tests.prepare", lambda: {"prepared": True})
+    _maybe_hang("prepared", 1)
     log = DurableRunLog(Path(ARGS.work_dir) / "run.jsonl")
     with log:
+        durable = current_durable_run()
+        assert durable is not None
+        durable.on_event = lambda kind, data: log.write(kind, **data)
         agent = Agent(
             DurableChatClient(FunctionChatClient(reply)),
             tools=durable_tools([FunctionTool.from_function(work)]),
@@ -84,6 +96,13 @@ async def loop_workflow(rounds: int) -> dict[str, Any]:
             max_rounds=rounds + 5,
         )
         result = await agent.run("do the work")
+
+        def finish() -> str:
+            log.result("done")
+            _maybe_hang("finish", 1)
+            return "finished"
+
+        await durable_step("tests.finish", finish)
     return {"output": result.output, "rounds": result.rounds}
 
 

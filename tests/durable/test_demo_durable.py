@@ -263,3 +263,33 @@ def _build_round(card: str) -> int:
     return next(
         n for n, t in enumerate(turns, start=1) if any(c.name == "build_app" for c in t.calls)
     )
+
+
+def test_a_durable_run_killed_before_its_first_checkpoint_says_there_is_nothing_to_resume(
+    tmp_path: Path,
+) -> None:
+    """Killed while it still imports (before the run is in the database): the demo says nothing
+    was recorded instead of pointing at ``--resume``, and ``--resume all`` says there is
+    nothing to resume."""
+    card = copy_card(tmp_path, CARD)
+    outer = start_demo(tmp_path, card, "--durable")
+    deadline = time.monotonic() + 60
+    while True:
+        inner = [
+            p
+            for p in descendants(outer.pid)
+            if cmdline(p).startswith(f"{sys.executable} -m loopkit.demo ")
+            and "loopkit_ui.session" in cmdline(parent(p))
+        ]
+        if inner:
+            break
+        assert outer.poll() is None and time.monotonic() < deadline, "no run process appeared"
+        time.sleep(0.005)
+    os.kill(inner[0], signal.SIGKILL)
+    output, _ = outer.communicate(timeout=120)
+    assert "killed before its first checkpoint: nothing was recorded" in output, output
+    assert "--resume" not in output.split("abnormally", 1)[-1], output
+    assert Card.load(card).state == CardState.NEW
+    again = demo(tmp_path, "--resume", "all")
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "nothing to resume" in again.stdout, again.stdout

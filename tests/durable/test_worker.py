@@ -158,13 +158,15 @@ def test_cancel_stops_a_running_run_at_once_and_marks_its_card_failed(tmp_path: 
     assert runs(tmp_path, "cancel", run_id) == f"cancelled run {run_id} (running before)\n"
     record = json.loads(runs(tmp_path, "show", run_id, "--json"))
     assert record["state"] == "cancelled"
-    assert Card.load(card).state == CardState.FAILED
     deadline = time.monotonic() + 30  # the worker notices within a poll, not after the build
-    while any(p in descendants(w.pid) for p in build):
+    while any(p in descendants(w.pid) for p in build) or Card.load(card).state != CardState.FAILED:
         assert time.monotonic() < deadline, "the build still runs after the cancel"
         time.sleep(0.1)
+    # The run wrote its cancel whole: the card Failed, `cancelled` then `result`.
+    assert Card.load(card).state == CardState.FAILED
     events = [json.loads(line) for line in Path(record["log_path"]).read_text().splitlines()]
-    assert events[-1]["type"] == "cancelled"
+    assert [e["type"] for e in events][-2:] == ["cancelled", "result"]
+    assert events[-1]["data"]["status"] == "cancelled"
     w.send_signal(signal.SIGTERM)
     out, _ = w.communicate(timeout=60)
     assert w.returncode == 130, out

@@ -24,18 +24,51 @@ def _as_owner() -> list[str]:
     return ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
 
 
+class Cluster:
+    """A running private cluster: its URL, and :meth:`stop`/:meth:`start` for outage tests
+    (the same data folder and socket, so clients reconnect to the same database)."""
+
+    def __init__(self, root: Path, port: int, bindir: Path) -> None:
+        self.root, self.port, self.bindir = root, port, bindir
+        self.data, self.log = root / "data", root / "server.log"
+        self.url = f"postgresql+psycopg://postgres@/{DATABASE}?host={root}&port={port}"
+        self.running = False
+
+    def _pg_ctl(self) -> list[str]:
+        return [*_as_owner(), str(self.bindir / "pg_ctl"), "-D", str(self.data)]
+
+    def start(self) -> None:
+        """Start the server (and wait until it takes connections)."""
+        # fsync=off: the tests kill clients, never the server, so disk syncs only cost time.
+        options = f"-k {self.root} -p {self.port} -c listen_addresses='' -c fsync=off"
+        _run([*self._pg_ctl(), "-l", str(self.log), "-w", "-o", options, "start"],
+             "pg_ctl start", self.log)  # fmt: skip
+        self.running = True
+
+    def stop(self) -> None:
+        """Stop the server now (``-m fast``: open connections are cut, as in an outage)."""
+        subprocess.run([*self._pg_ctl(), "-m", "fast", "stop"], capture_output=True, timeout=60)
+        self.running = False
+
+
 @contextmanager
 def private_cluster() -> Iterator[str]:
     """Start a cluster, create a database, yield its SQLAlchemy URL; stop and delete it after
     (also when the tests fail)."""
+    with private_cluster_control() as cluster:
+        yield cluster.url
+
+
+@contextmanager
+def private_cluster_control() -> Iterator[Cluster]:
+    """:func:`private_cluster` as a :class:`Cluster` that a test can stop and start again."""
     psycopg = import_or_unavailable("psycopg", install="loopkit[sql]")
     bindir = postgresql_bindir()
     if os.geteuid() == 0 and shutil.which("runuser") is None:
         unavailable("the tests run as root and runuser (util-linux) is missing for initdb")
     root = Path(tempfile.mkdtemp(prefix="loopkit-pg-"))
-    data, log = root / "data", root / "server.log"
     port = random.randint(20000, 60000)  # names the socket file only: no TCP listener
-    started = False
+    cluster = Cluster(root, port, bindir)
     try:
         if os.geteuid() == 0:
             shutil.chown(root, "postgres", "postgres")
@@ -44,7 +77,7 @@ def private_cluster() -> Iterator[str]:
                 *_as_owner(),
                 str(bindir / "initdb"),
                 "-D",
-                str(data),
+                str(cluster.data),
                 "-A",
                 "trust",
                 "-U",
@@ -56,24 +89,15 @@ def private_cluster() -> Iterator[str]:
             ],
             "initdb",
         )
-        # fsync=off: the tests kill clients, never the server, so disk syncs only cost time.
-        options = f"-k {root} -p {port} -c listen_addresses='' -c fsync=off"
-        pg_ctl = [*_as_owner(), str(bindir / "pg_ctl"), "-D", str(data)]
-        _run(
-            [*pg_ctl, "-l", str(log), "-w", "-o", options, "start"],
-            "pg_ctl start",
-            log,
-        )
-        started = True
+        cluster.start()
         with psycopg.connect(
             host=str(root), port=port, user="postgres", dbname="postgres", autocommit=True
         ) as conn:
             conn.execute(f"CREATE DATABASE {DATABASE}")
-        yield f"postgresql+psycopg://postgres@/{DATABASE}?host={root}&port={port}"
+        yield cluster
     finally:
-        if started:
-            stop = [*_as_owner(), str(bindir / "pg_ctl"), "-D", str(data), "-m", "fast", "stop"]
-            subprocess.run(stop, capture_output=True, timeout=60)
+        if cluster.running:
+            cluster.stop()
         shutil.rmtree(root, ignore_errors=True)
 
 

@@ -25,6 +25,8 @@ from typing import (
     runtime_checkable,
 )
 
+from loopkit.errors import KeepsFieldsWhenPickled
+
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
@@ -49,7 +51,7 @@ _R = TypeVar("_R")
 _BUILD_LOCK = threading.RLock()
 
 
-class ToolError(Exception):
+class ToolError(KeepsFieldsWhenPickled, Exception):
     """A failure the model should read: its message becomes the tool result, always in full."""
 
 

@@ -31,7 +31,7 @@ from loopkit.cards.config import RunnerConfig, load_config
 from loopkit.cards.result import RunResult
 from loopkit.cards.roles import NAME_PATTERN
 from loopkit.cards.runner import CardRunner, CardRunOutcome, ToolSource
-from loopkit.durable.run import current_durable_run, durable_step
+from loopkit.durable.run import DurableRun, current_durable_run, durable_step
 from loopkit.durable.steps import MODEL_STEP, ModelCheckpoint, durable_tools
 from loopkit.errors import BudgetExceededError, CardError
 from loopkit.run_context import run_scope
@@ -195,37 +195,53 @@ class DurableCardRunner(CardRunner):
     """The card runner inside a durable workflow: the agent run as :class:`CardRunner` makes it
     (give it a :class:`~loopkit.durable.steps.DurableChatClient` model, retries inside it, and
     :class:`DurableToolSource`\\ s), the end a checkpoint, and an interruption that leaves the
-    card In Work for the run to be resumed (an ``interrupted`` line, not a Failed card)."""
+    card In Work for the run to be resumed (an ``interrupted`` line, not a Failed card).
+
+    A cancel (the run cancelled in the database: DBOS refuses its next checkpoint, and the worker
+    stops its task) is honoured or refused whole. Before the end's checkpoint has begun it is
+    honoured, also after the model's final answer: ``cancelled`` and ``result`` (``cancelled``)
+    lines, the card Failed. Once that checkpoint has begun it is refused: the end is written
+    whole (card, ``result`` line, checkpoint) and the run's records read as that end."""
 
     async def run(self, card: Card, *, write_state: bool = True) -> CardRunOutcome:
         """Run ``card`` (already In Work: the preparation checkpoint set it) to its end."""
         answer: AgentRunResult[str] | None = None
         logs: list[_CardRunLog] = []
+        durable = current_durable_run()
         try:
             answer = await self._answer(card, logs)
             result = self._judge(answer)
-        except asyncio.CancelledError:
-            run = logs[0].run if logs else None
-            durable = current_durable_run()
-            with run_scope(run) if run is not None else nullcontext():
-                if durable is not None and durable.cancelled:
-                    self.log.write("cancelled", reason="the run was cancelled; it ends here")
-                else:
+        except BaseException as e:
+            if _is_cancel(e, durable):
+                self._honour_cancel(card, logs, None, write_state)
+                raise
+            if isinstance(e, asyncio.CancelledError):
+                with _in_run(logs):
                     self.log.write(
                         "interrupted",
                         reason="the run was stopped before it ended; the card stays In Work "
                         "until the run is resumed",
                     )
-            raise
-        except BudgetExceededError as e:
-            result = self._failed(str(e))
-        except Exception as e:  # a provider or tool-server failure, too many failing rounds ...
-            result = self._failed(f"{type(e).__name__}: {e}")
-        run = logs[0].run if logs else None
-        with run_scope(run) if run is not None else nullcontext():
-            ended = await finish_card_run(
-                card, result, self.log, write_state=write_state, **self.result_details(answer)
+                raise
+            if isinstance(e, BudgetExceededError):
+                result = self._failed(str(e))
+            elif isinstance(e, Exception):  # a provider or tool-server failure, too many ...
+                result = self._failed(f"{type(e).__name__}: {e}")
+            else:
+                raise
+        with _in_run(logs):
+            finishing = asyncio.ensure_future(
+                finish_card_run(
+                    card, result, self.log, write_state=write_state, **self.result_details(answer)
+                )
             )
+        try:
+            ended = await _whole(finishing)
+        except BaseException as e:
+            if _is_cancel(e, durable):  # it came before the end's checkpoint began
+                self._honour_cancel(card, logs, result, write_state)
+            raise
+        run = logs[0].run if logs else None
         ended_card = card
         if card.path is not None:
             with suppress(CardError):
@@ -238,14 +254,65 @@ class DurableCardRunner(CardRunner):
             totals=ended["totals"],
         )
 
+    def _honour_cancel(
+        self,
+        card: Card,
+        logs: list[_CardRunLog],
+        answered: RunResult | None,
+        write_state: bool,
+    ) -> None:
+        """The cancel, written whole outside any checkpoint (the database refuses them now):
+        the card Failed, the ``cancelled`` and ``result`` lines."""
+        reason = "the run was cancelled; it ends here"
+        if answered is not None:
+            reason += f" (after the model's final answer: {answered.line()!r})"
+        state = CardState.FAILED
+        with _in_run(logs):
+            if write_state and card.path is not None:
+                try:
+                    Card.load(card.path).save_state(state)
+                except (CardError, OSError) as e:
+                    self.log.error(f"could not write the card state: {e}")
+            self.log.write("cancelled", reason=reason)
+            self.log.result("cancelled", reason, card_state=state.value)
+
+
+def _in_run(logs: list[_CardRunLog]) -> Any:
+    """The agent run's scope (its lines carry its id), once the agent exists."""
+    run = logs[0].run if logs else None
+    return run_scope(run) if run is not None else nullcontext()
+
+
+def _is_cancel(error: BaseException, durable: DurableRun | None) -> bool:
+    """The run was cancelled: DBOS refused a checkpoint of a cancelled workflow, or the worker
+    stopped the task of a run it saw cancelled."""
+    if type(error).__name__ == "DBOSWorkflowCancelledError":
+        return True
+    return isinstance(error, asyncio.CancelledError) and durable is not None and durable.cancelled
+
+
+async def _whole(finishing: asyncio.Future[dict[str, Any]]) -> dict[str, Any]:
+    """The end's checkpoint, not cut in the middle: a stop or a cancel that arrives while it
+    runs waits for it. It raises DBOS's cancellation when the cancel came before it began."""
+    try:
+        return await asyncio.shield(finishing)
+    except asyncio.CancelledError:
+        if finishing.cancelled():
+            raise
+        with suppress(asyncio.CancelledError):
+            await asyncio.wait({finishing})
+        # Begun before the cancel: the run has ended as it says (the stop is refused). Refused
+        # by DBOS (cancelled first): that error, and the caller honours the cancel.
+        return finishing.result()
+
 
 async def finish_card_run(
     card: Card, result: RunResult, log: RunLog, *, write_state: bool = True, **details: Any
 ) -> dict[str, Any]:
     """The end of a durable card run, as a checkpoint (once, ever): the card's new state,
     written into the file as it is now (an edit made while the run was interrupted stays), and
-    the ``result`` line; returns ``{"card_state", "totals"}``. Call it in the run's scope so the
-    line belongs to the run."""
+    the ``result`` line; returns ``{"card_state", "totals", "status", "reason"}``. Call it in
+    the run's scope so the line belongs to the run."""
 
     def finish() -> dict[str, Any]:
         state = CardState.DONE if result.done else CardState.FAILED
@@ -255,7 +322,12 @@ async def finish_card_run(
             except (CardError, OSError) as e:  # the log still records the result
                 log.error(f"could not write the card state: {e}")
         log.result(result.status, result.reason, card_state=state.value, **details)
-        return {"card_state": state.value, "totals": log.totals()}
+        return {
+            "card_state": state.value,
+            "totals": log.totals(),
+            "status": result.status,
+            "reason": result.reason,
+        }
 
     ended: dict[str, Any] = await durable_step(FINISH_STEP, finish)
     return ended
@@ -293,10 +365,16 @@ class CardRunRecord:
         return self.input_tokens + self.output_tokens
 
 
-def _state(run: RunRecord, result: CardRunResult | None) -> str:
+def _state(run: RunRecord, result: CardRunResult | None, finished: dict[str, Any] | None) -> str:
     state: RunState = run.state
     if state == "succeeded":
         return result.status if result is not None else "failed"
+    if finished is not None and state != "failed":
+        # Its end is recorded: killed (or cancelled too late) between that checkpoint and the
+        # workflow's own end, it has ended as the checkpoint says; nothing to resume or cancel.
+        return str(
+            finished.get("status") or ("done" if finished["card_state"] == "Done" else "failed")
+        )
     return state
 
 
@@ -304,8 +382,11 @@ def _text(output: Any) -> str | None:
     return output if isinstance(output, str) else None
 
 
-def _from_steps(steps: list[Any]) -> tuple[PreparedRun | None, dict[str, int]]:
+def _from_steps(
+    steps: list[Any],
+) -> tuple[PreparedRun | None, dict[str, int], dict[str, Any] | None]:
     prepared: PreparedRun | None = None
+    finished: dict[str, Any] | None = None
     rounds = input_tokens = output_tokens = cached = 0
     for step in steps:
         text = _text(step.output)
@@ -313,6 +394,8 @@ def _from_steps(steps: list[Any]) -> tuple[PreparedRun | None, dict[str, int]]:
             continue
         if step.name == PREPARE_STEP:
             prepared = PreparedRun.model_validate(json.loads(text))
+        elif step.name == FINISH_STEP:
+            finished = json.loads(text)
         elif step.name == MODEL_STEP:
             rounds += 1
             usage = ModelCheckpoint.model_validate_json(text).response.usage
@@ -320,12 +403,13 @@ def _from_steps(steps: list[Any]) -> tuple[PreparedRun | None, dict[str, int]]:
                 input_tokens += usage.input_tokens
                 output_tokens += usage.output_tokens
                 cached += usage.cached_input_tokens
-    return prepared, {
+    counted = {
         "rounds": rounds,
         "input_tokens": input_tokens,
         "output_tokens": output_tokens,
         "cached_input_tokens": cached,
     }
+    return prepared, counted, finished if isinstance(finished, dict) else None
 
 
 async def _card_record(runtime: DurableRuntime, run: RunRecord) -> CardRunRecord | None:
@@ -335,16 +419,19 @@ async def _card_record(runtime: DurableRuntime, run: RunRecord) -> CardRunRecord
     except Exception:  # not a card run, or an input this version cannot read
         return None
     result = CardRunResult.model_validate(run.output) if isinstance(run.output, dict) else None
-    prepared, counted = _from_steps(await runtime.steps(run.run_id))
+    prepared, counted, finished = _from_steps(await runtime.steps(run.run_id))
+    state = _state(run, result, finished)
     totals = result.totals if result is not None else counted
     reason = result.reason if result is not None else run.error
+    if result is None and finished is not None and state != run.state:
+        reason = finished.get("reason")
     return CardRunRecord(
         run_id=run.run_id,
         card=request.card,
         title=prepared.title if prepared is not None else None,
         role=request.role,
         model=request.model,
-        state=_state(run, result),
+        state=state,
         reason=reason,
         rounds=int(totals.get("rounds", 0)),
         input_tokens=int(totals.get("input_tokens", 0)),

@@ -107,9 +107,17 @@ async def enqueue_card_run(
 
 
 async def cancel_card_run(runtime: DurableRuntime, run_id: str) -> CardRunRecord:
-    """Cancel a queued or running card run (a run that is running stops at its next model
-    request or tool call). A card the run had set In Work becomes Failed. Returns the run's
-    record before the cancel; :class:`DurableError` for an unknown or ended run."""
+    """Cancel a queued or running card run. Returns the run's record before the cancel;
+    :class:`DurableError` for an unknown run or one that has ended (its end's checkpoint is
+    recorded: the cancel is refused).
+
+    The cancel is whole, whoever completes it. A run that a worker runs stops at its next
+    model request or tool call (its worker stops it within a poll), and writes it: the card
+    Failed, ``cancelled`` and ``result`` lines (see
+    :class:`~loopkit.cards.durable.DurableCardRunner`, which also refuses a cancel that comes
+    once its end has begun). A run that no process runs (queued, or interrupted: its process is
+    gone) is completed here: a card it had set In Work becomes Failed and its log gets the same
+    two lines."""
     from dbos import DBOS
 
     record = await get_card_run(runtime, run_id)
@@ -118,13 +126,37 @@ async def cancel_card_run(runtime: DurableRuntime, run_id: str) -> CardRunRecord
     if record.state in ("done", "failed", "cancelled"):
         raise DurableError(f"run {run_id} has ended ({record.state}); nothing to cancel")
     await DBOS.cancel_workflow_async(run_id)
+    if record.state == "running":
+        return record  # its worker writes the cancel (or refuses it, when its end has begun)
     prepared = await _prepared(runtime, run_id)
     if prepared is not None:
-        with suppress(CardError, OSError):
-            card = Card.load(Path(record.card))
-            if card.state == CardState.IN_WORK:
-                card.save_state(CardState.FAILED)
+        _write_cancel(record, prepared)
     return record
+
+
+def _write_cancel(record: CardRunRecord, prepared: PreparedRun) -> None:
+    """The cancel of a run no process runs: the card Failed (if the run had set it In Work)
+    and the ``cancelled`` and ``result`` lines in the run's log."""
+    from loopkit.middleware.run_log import RunLog
+    from loopkit.run_context import run_scope
+
+    state = CardState.IN_WORK
+    with suppress(CardError, OSError):
+        card = Card.load(Path(record.card))
+        state = card.state
+        if state == CardState.IN_WORK:
+            state = card.save_state(CardState.FAILED).state
+    reason = f"the run was cancelled while {record.state}; it ends here"
+    with suppress(OSError), RunLog(prepared.log_path) as log, run_scope(run_id=record.run_id):
+        log.write("cancelled", reason=reason)
+        totals = {
+            "rounds": record.rounds,
+            "input_tokens": record.input_tokens,
+            "output_tokens": record.output_tokens,
+            "cached_input_tokens": record.cached_input_tokens,
+        }
+        log.write("result", status="cancelled", reason=reason, card_state=state.value,
+                  totals=totals)  # fmt: skip
 
 
 async def _prepared(runtime: DurableRuntime, run_id: str) -> PreparedRun | None:

@@ -12,33 +12,61 @@ marks its card Failed), even when this process is killed with SIGKILL.
 
 from __future__ import annotations
 
-import argparse
-import contextlib
-import signal
 import sys
-from dataclasses import dataclass
-from pathlib import Path
-from types import FrameType
-from typing import TYPE_CHECKING
 
-from loopkit.demo.desktop import STOP_SIGNALS as _STOP_SIGNALS
-from loopkit.demo.desktop import needs_headless_desktop as _needs_headless_desktop
-from loopkit.demo.desktop import run_in_headless_desktop
+
+def _one_line_for_an_interrupt(kind: type[BaseException], error: BaseException, tb: object) -> None:
+    # A Ctrl-C that lands before the handlers below are in place (or anywhere nothing catches
+    # it) is one line, not a traceback; Python still exits as interrupted (130).
+    if issubclass(kind, KeyboardInterrupt):
+        sys.stderr.write("interrupted\n")
+    else:
+        sys.__excepthook__(kind, error, tb)  # type: ignore[arg-type]
+
+
+sys.excepthook = _one_line_for_an_interrupt
+
+import os  # noqa: E402
+import signal  # noqa: E402
+
+
+def _interrupted_while_starting(_signum: int, _frame: object) -> None:
+    # Before main() takes over (the imports below take a while under load): nothing has been
+    # started or created yet, so one line and 130, not a KeyboardInterrupt traceback.
+    os.write(2, b"interrupted\n")
+    os._exit(130)
+
+
+for _signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+    signal.signal(_signum, _interrupted_while_starting)
+
+import argparse  # noqa: E402  (after the signal handlers, on purpose)
+import contextlib  # noqa: E402
+from dataclasses import dataclass  # noqa: E402
+from pathlib import Path  # noqa: E402
+from types import FrameType  # noqa: E402
+from typing import TYPE_CHECKING  # noqa: E402
+
+from loopkit.demo.desktop import STOP_SIGNALS as _STOP_SIGNALS  # noqa: E402
+from loopkit.demo.desktop import needs_headless_desktop as _needs_headless_desktop  # noqa: E402
+from loopkit.demo.desktop import run_in_headless_desktop  # noqa: E402
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     from rich.console import Console
 
     from loopkit.cards import Card, RunnerConfig
     from loopkit.cards.roles import Role
 
-from loopkit.command_line import (
+from loopkit.command_line import (  # noqa: E402
     EXIT_BAD_INPUT,
     EXIT_FAILED,
     EXIT_INTERRUPTED,
     OneLineParser,
     exit_without_final_collection,
 )
-from loopkit.command_line import EXIT_OK as EXIT_DONE
+from loopkit.command_line import EXIT_OK as EXIT_DONE  # noqa: E402
 
 _EPILOG = """\
 examples:
@@ -158,20 +186,39 @@ def exit_status(status: int) -> int:
 
 
 def _rerun_in_headless_desktop(
-    argv: list[str], config: RunnerConfig, card_path: Path | None
+    argv: list[str], config: RunnerConfig, card_path: Path | None, which: str | None = None
 ) -> int:
+    from datetime import UTC, datetime, timedelta
+
+    since = datetime.now(UTC) - timedelta(seconds=1)  # the database's clock is this host's
     status = run_in_headless_desktop("loopkit.demo", argv)
     if status not in (EXIT_DONE, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INTERRUPTED):
         if config.durable or card_path is None:
-            # A durable run's checkpoints survive its process: it is interrupted, not failed.
-            print(
-                f"error: the run ended abnormally ({_how(status)}); it was durable, so its card "
-                "stays In Work: resume it with `python -m loopkit.demo --resume`",
-                file=sys.stderr,
-            )
-            return EXIT_INTERRUPTED
+            # A durable run's checkpoints survive its process: say what the database has.
+            told, outcome = _after_a_killed_durable_run(config, card_path, since, which)
+            print(f"error: the run ended abnormally ({_how(status)}); {told}", file=sys.stderr)
+            return outcome
         _mark_failed_after_a_killed_run(config, card_path, status)
     return exit_status(status)
+
+
+def _after_a_killed_durable_run(
+    config: RunnerConfig, card_path: Path | None, since: datetime, which: str | None
+) -> tuple[str, int]:
+    """What the database says about the run(s) of the killed process: one line, exit status."""
+    import asyncio
+
+    try:
+        from loopkit.demo.durable import after_a_killed_run
+
+        card = str(card_path.resolve()) if card_path is not None else None
+        return asyncio.run(after_a_killed_run(config, card, since, which))
+    except Exception as e:  # the database cannot be read: say what is known
+        return (
+            f"it was durable, but its runs cannot be read now ({type(e).__name__}: {e}); "
+            "`python -m loopkit.demo --resume` lists what can be resumed",
+            EXIT_INTERRUPTED,
+        )
 
 
 def _how(status: int) -> str:
@@ -254,13 +301,20 @@ def _interrupt(signum: int, _frame: FrameType | None) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point; returns the exit status (see the epilog)."""
-    # First of all: SIGTERM and SIGHUP end the checks as Ctrl-C does, without a traceback.
+    # From here on a stop signal unwinds (Ctrl-C as usual; SIGTERM and SIGHUP end the checks
+    # as Ctrl-C does), without a traceback.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     for signum in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(signum, _interrupt)
     try:
         return _main(list(sys.argv[1:] if argv is None else argv))
     except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+    finally:
+        # What is left is the exit itself: a signal now ends it quietly too.
+        for signum in _STOP_SIGNALS:
+            signal.signal(signum, _interrupted_while_starting)
 
 
 def _main(argv: list[str]) -> int:
@@ -326,7 +380,7 @@ def _resume(argv: list[str], config: RunnerConfig, which: str | None, console: C
     import asyncio
 
     if which is not None and _needs_headless_desktop(config.headless):
-        return _rerun_in_headless_desktop(argv, config, None)
+        return _rerun_in_headless_desktop(argv, config, None, which)
     if which is None:
         from loopkit.demo.durable import resume_demo_runs
 

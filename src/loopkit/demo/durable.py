@@ -18,6 +18,7 @@ import asyncio
 import contextlib
 import json
 from collections.abc import Iterator, Sequence
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -287,6 +288,17 @@ async def run_durable_demo(
                 f"{_resume_hint(run_id)}"
             )
             return EXIT_INTERRUPTED
+        except BaseException as e:
+            if "Cancelled" not in type(e).__name__:  # DBOS's: cancelled (loopkit.runs cancel)
+                raise
+            record = await get_card_run(runtime, run_id)
+            state = record.state if record is not None else "cancelled"
+            if state == "cancelled":
+                console.print(f"[red]cancelled:[/red] run {run_id} was cancelled; card Failed")
+                return EXIT_FAILED
+            # Cancelled once its end had begun: refused, it ended as its log says.
+            console.print(f"run {run_id}: the cancel came after its end; it is {state}")
+            return EXIT_DONE if state == "done" else EXIT_FAILED
         finally:
             _WATCHED.pop(run_id, None)
     return _summary(console, CardRunResult.model_validate(output))
@@ -348,6 +360,9 @@ async def resume_demo_runs(config: RunnerConfig, which: str | None, console: Con
                 )
                 console.print(runs_table(interrupted))
             return EXIT_DONE
+        if which == "all" and not interrupted:
+            console.print(f"No interrupted runs in {escape(_where(runtime))}: nothing to resume.")
+            return EXIT_DONE
         picked = _pick(interrupted, which)
         if isinstance(picked, str):
             console.print(f"[red]error:[/red] {escape(picked)}")
@@ -398,6 +413,49 @@ async def _resume_one(runtime: DurableRuntime, record: CardRunRecord, console: C
         console.print(f"[red]error:[/red] run {record.run_id}: {escape(why)}")
         return EXIT_FAILED
     return _summary(console, CardRunResult.model_validate(ended.output))
+
+
+async def after_a_killed_run(
+    config: RunnerConfig, card: str | None, since: datetime, which: str | None = None
+) -> tuple[str, int]:
+    """What happened to the durable run(s) of a demo process that ended abnormally (killed):
+    one line to print, and the exit status. ``card`` (its resolved path) and ``since`` (when
+    that process started) find a new run's record; ``which`` names the run(s) a ``--resume``
+    was resuming."""
+    async with runtime_for(config) as runtime:
+        records = await list_card_runs(runtime, limit=200)
+    if card is not None:
+        found = [r for r in records if r.card == card and r.created_at and r.created_at >= since]
+    elif which == "all":
+        found = [r for r in records if r.state == "interrupted"]
+    else:
+        found = [r for r in records if which and r.run_id.startswith(which)][:1]
+    if not found:
+        if card is None:
+            return f"there is no interrupted run {which!r} now: nothing to resume", EXIT_FAILED
+        return (
+            "the run was killed before its first checkpoint: nothing was recorded, so there is "
+            "nothing to resume; its card is as it was: run it again",
+            EXIT_INTERRUPTED,
+        )
+    interrupted = [r for r in found if r.state == "interrupted"]
+    if interrupted:
+        ids = " ".join(r.run_id for r in interrupted)
+        which_ids = interrupted[0].run_id if len(interrupted) == 1 else "all"
+        return (
+            f"the run was killed; its card stays In Work and its checkpoints are kept ({ids}): "
+            f"resume it with `{_resume_hint(which_ids)}`",
+            EXIT_INTERRUPTED,
+        )
+    last = found[0]
+    if last.state in ("done", "failed"):
+        status = EXIT_DONE if last.state == "done" else EXIT_FAILED
+        return (
+            f"the run {last.run_id} had finished ({last.state}) before its process was killed: "
+            "nothing to resume",
+            status,
+        )
+    return f"the run {last.run_id} is {last.state}: nothing to resume", EXIT_FAILED
 
 
 async def card_run_record(config: RunnerConfig, run_id: str) -> CardRunRecord | None:

@@ -7,6 +7,8 @@ checkpoints, so a run killed at any point resumes where it was (the ``durable`` 
   :class:`DurableChatClient` (around the model) and :class:`DurableTool` /
   :func:`durable_tools` make each request and call a checkpoint, :func:`durable_step` any other
   piece of work, and :class:`DurableRunLog` writes a resumed run's log without repeating it.
+- A lost database: a run in progress waits for it; :class:`DatabaseUnavailableError`,
+  :func:`is_database_unavailable` and :class:`Outage` let a long-running process ride it out.
 
 Nothing here imports DBOS until it is used: ``import loopkit.durable`` is cheap and works without
 the extra (using it then says how to install it). See ``docs/durable.md``.
@@ -18,6 +20,7 @@ from typing import TYPE_CHECKING
 
 __all__ = [
     "DEFAULT_NOTICE",
+    "DatabaseUnavailableError",
     "DurableChatClient",
     "DurableError",
     "DurableReplayError",
@@ -25,6 +28,7 @@ __all__ = [
     "DurableRunLog",
     "DurableRuntime",
     "DurableTool",
+    "Outage",
     "RunRecord",
     "StepRecord",
     "active_runs",
@@ -34,6 +38,7 @@ __all__ = [
     "durable_tools",
     "durable_workflow",
     "executor_alive",
+    "is_database_unavailable",
     "process_executor_id",
 ]
 
@@ -47,7 +52,10 @@ _EXPORTS: dict[str, str] = {
     "DurableChatClient": "loopkit.durable.steps",
     "DurableTool": "loopkit.durable.steps",
     "durable_tools": "loopkit.durable.steps",
+    "DatabaseUnavailableError": "loopkit.durable.errors",
     "DurableError": "loopkit.durable.errors",
+    "is_database_unavailable": "loopkit.durable.database",
+    "Outage": "loopkit.durable.outage",
     "DurableReplayError": "loopkit.durable.errors",
     "DurableRunLog": "loopkit.durable.run_log",
     "DurableRuntime": "loopkit.durable.runtime",
@@ -59,7 +67,9 @@ _EXPORTS: dict[str, str] = {
 }
 
 if TYPE_CHECKING:
-    from loopkit.durable.errors import DurableError, DurableReplayError
+    from loopkit.durable.database import is_database_unavailable
+    from loopkit.durable.errors import DatabaseUnavailableError, DurableError, DurableReplayError
+    from loopkit.durable.outage import Outage
     from loopkit.durable.records import RunRecord, StepRecord
     from loopkit.durable.run import (
         DEFAULT_NOTICE,

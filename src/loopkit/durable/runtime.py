@@ -24,7 +24,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from loopkit.durable.errors import DurableError
+from loopkit.durable.database import OnLostDatabase, is_database_unavailable, unavailable
+from loopkit.durable.errors import DatabaseUnavailableError, DurableError
 from loopkit.durable.records import RunRecord, StepRecord, run_record, step_record
 
 if TYPE_CHECKING:
@@ -154,6 +155,11 @@ class DurableRuntime:
     - ``max_runs``: take at most this many runs in this process: as the last one starts, the
       process stops taking queued work (a worker's ``--max-runs``), so no further run is
       dequeued here while it finishes.
+    - ``on_lost_database``: what a database call does when the database goes away (PostgreSQL):
+      ``wait`` (default) retries it until the database is back, so a run in progress pauses
+      through an outage; ``raise`` raises :class:`DatabaseUnavailableError` at once (for a
+      process that only reads and queues runs, and answers its users meanwhile). See
+      :mod:`loopkit.durable.database`.
 
     Only one runtime can run in a process at a time (DBOS is a process-wide engine). Start it
     from the event loop that will run the workflows (``async with runtime:``): DBOS runs the
@@ -169,9 +175,14 @@ class DurableRuntime:
         log_level: str = "WARNING",
         application_version: str = APPLICATION_VERSION,
         max_runs: int | None = None,
+        on_lost_database: OnLostDatabase = "wait",
     ) -> None:
         if max_runs is not None and max_runs < 1:
             raise DurableError(f"max_runs must be at least 1 (got {max_runs})")
+        if on_lost_database not in ("wait", "raise"):
+            raise DurableError(
+                f"on_lost_database must be 'wait' or 'raise' (got {on_lost_database!r})"
+            )
         self.database_url = database_url(database)
         self.executor_id = executor_id or process_executor_id()
         #: The queue :meth:`resume` puts a run on; only this process listens to it.
@@ -180,6 +191,8 @@ class DurableRuntime:
         self.log_level = log_level
         self.application_version = application_version
         self.max_runs = max_runs
+        self.on_lost_database: OnLostDatabase = on_lost_database
+        self._engine: Any = None
         #: Runs started in this process since :meth:`start` (new, resumed or recovered).
         self.runs_started = 0
         self._started = False
@@ -198,9 +211,20 @@ class DurableRuntime:
             "executor_id": self.executor_id,
             "log_level": self.log_level,
         }
-        if self.database_url.startswith("sqlite:///"):
-            config["system_database_engine"] = _sqlite_engine(self.database_url)
+        config["system_database_engine"] = self._engine = self._make_engine()
         return config
+
+    def _make_engine(self) -> Any:
+        from loopkit.durable.database import (
+            create_postgres_database,
+            postgres_engine,
+            sqlite_engine,
+        )
+
+        if self.database_url.startswith("sqlite:///"):
+            return sqlite_engine(self.database_url)
+        create_postgres_database(self.database_url)  # DBOS does not for an engine it is given
+        return postgres_engine(self.database_url, on_lost=self.on_lost_database)
 
     async def start(self) -> None:
         """Start DBOS on this database (creating its tables on first use). DBOS adopts the
@@ -220,8 +244,11 @@ class DurableRuntime:
                 dbos.DBOS.listen_queues(self.listen)
             # In this thread, inside the running loop: DBOS takes it as its main loop.
             dbos.DBOS.launch()
-        except BaseException:
+        except BaseException as e:
             dbos.DBOS.destroy()
+            self._dispose_engine()
+            if isinstance(e, Exception) and is_database_unavailable(e):
+                raise unavailable(e, f"{self!r}: the database") from None
             raise
         self._started = True
         self.runs_started = 0
@@ -262,6 +289,34 @@ class DurableRuntime:
                 await DBOS.delete_queue_async(self.private_queue)
             self._queue_registered = False
         await asyncio.to_thread(DBOS.destroy)
+        self._dispose_engine()
+
+    def _dispose_engine(self) -> None:
+        engine, self._engine = self._engine, None
+        if engine is not None:
+            with contextlib.suppress(Exception):
+                engine.dispose()
+
+    async def check_database(self) -> None:
+        """Raise :class:`DatabaseUnavailableError` unless the database answers now (one
+        short query, never retried: a long-running process calls it to know whether to wait)."""
+        self.check_started()
+        engine = self._engine
+
+        def probe() -> None:
+            import sqlalchemy as sa
+
+            with engine.connect() as connection:
+                connection.execute(sa.text("SELECT 1"))
+
+        try:
+            await asyncio.to_thread(probe)
+        except Exception as e:
+            if not is_database_unavailable(e):
+                raise
+            if isinstance(e, DatabaseUnavailableError):
+                raise
+            raise unavailable(e) from None
 
     async def __aenter__(self) -> DurableRuntime:
         await self.start()
@@ -373,25 +428,3 @@ def _as_list(value: str | Sequence[str] | None) -> list[str] | None:
     if value is None:
         return None
     return [value] if isinstance(value, str) else list(value)
-
-
-def _sqlite_engine(url: str) -> Any:
-    """DBOS's SQLite engine, in WAL mode with ``synchronous=NORMAL``: a committed checkpoint
-    survives the process being killed (only a power cut can lose the last ones), and a
-    checkpoint costs no disk sync, which is what makes one per model request and tool call
-    affordable. The rest is as DBOS sets it up: IMMEDIATE transactions, a long busy timeout,
-    foreign keys."""
-    import sqlalchemy as sa
-
-    Path(url.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
-    engine = sa.create_engine(url)
-
-    @sa.event.listens_for(engine, "connect")
-    def _setup(dbapi_conn: Any, _record: Any) -> None:
-        dbapi_conn.isolation_level = "IMMEDIATE"
-        dbapi_conn.execute("PRAGMA busy_timeout=30000")
-        dbapi_conn.execute("PRAGMA foreign_keys=ON")
-        dbapi_conn.execute("PRAGMA journal_mode=WAL")
-        dbapi_conn.execute("PRAGMA synchronous=NORMAL")
-
-    return engine

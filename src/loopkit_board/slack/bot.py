@@ -25,6 +25,7 @@ from slack_bolt.app.async_app import AsyncApp
 from slack_sdk.web.async_client import AsyncWebClient
 
 from loopkit.cards.card import Card
+from loopkit.durable.database import is_database_unavailable
 from loopkit.errors import LoopkitError
 from loopkit_board.feed import RunEvent
 from loopkit_board.service import BoardService
@@ -253,7 +254,10 @@ class SlackBot:
                     return True
         except asyncio.CancelledError:
             raise
-        except Exception:  # one thread's trouble must not stop the bot: tried again later
+        except Exception as e:  # one thread's trouble must not stop the bot: tried again later
+            if is_database_unavailable(e):  # one line for the whole outage, not one a thread
+                self.service.database_lost(e)
+                return False
             self.logger.exception("following run %s failed; trying again", thread.run_id)
             return False
         finally:

@@ -24,6 +24,8 @@ from jeepney.auth import BEGIN, AuthenticationError, Authenticator
 from jeepney.bus import get_connectable_addresses
 from jeepney.low_level import Message, Variant, parse_signature
 
+from loopkit.errors import KeepsFieldsWhenPickled
+
 __all__ = ["DBusCallError", "DBusClient", "DBusTimeout", "Method", "PendingBatch", "Signal"]
 
 _BUS = DBusAddress("/org/freedesktop/DBus", "org.freedesktop.DBus", "org.freedesktop.DBus")
@@ -33,7 +35,7 @@ _U32 = struct.Struct("<I")
 _CACHE_LIMIT = 20_000
 
 
-class DBusCallError(RuntimeError):
+class DBusCallError(KeepsFieldsWhenPickled, RuntimeError):
     """The peer answered a call with a D-Bus error."""
 
     def __init__(self, name: str, message: str) -> None:

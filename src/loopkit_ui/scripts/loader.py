@@ -19,6 +19,7 @@ from typing import Any
 import jsonschema
 from pydantic import ValidationError
 
+from loopkit.errors import KeepsFieldsWhenPickled
 from loopkit_ui.scripts.model import (
     STEP_TYPES,
     AppConfig,
@@ -35,7 +36,7 @@ MAX_ERRORS = 10
 FILE_DIR = "${file_dir}"
 
 
-class ScriptLoadError(ValueError):
+class ScriptLoadError(KeepsFieldsWhenPickled, ValueError):
     """A script (or one it imports) is not valid; ``errors`` lists each problem."""
 
     def __init__(self, path: Path | str, errors: Sequence[str]) -> None:

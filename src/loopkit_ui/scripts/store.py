@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from loopkit.errors import KeepsFieldsWhenPickled
 from loopkit.redaction import Redactor
 from loopkit_ui.scripts.findings import normalise_stack_line, normalise_title
 from loopkit_ui.scripts.redact import redacted_result
@@ -70,7 +71,7 @@ CREATE TABLE IF NOT EXISTS finding_runs (
 _TABLES = frozenset({"runs", "findings", "finding_runs"})
 
 
-class ResultStoreError(ValueError):
+class ResultStoreError(KeepsFieldsWhenPickled, ValueError):
     """The file cannot serve as the results database (missing, not SQLite, someone else's):
     ``path`` and ``reason``."""
 
