@@ -69,6 +69,10 @@ SAMPLES: dict[str, tuple[tuple[Any, ...], dict[str, Any]]] = {
         ("none",),
         {"suggestions": ["save_button"]},
     ),
+    "loopkit_ui.backends.protocol.StaleRefError": (
+        ("ref e12 is stale",),
+        {"suggestions": ["e13"]},
+    ),
     "loopkit_ui.cli_input.Interrupted": ((15,), {}),
     "loopkit_ui.scripts.loader.ScriptLoadError": (("s.json", ["step 1: no action"]), {}),
     "loopkit_ui.scripts.store.ResultStoreError": ((Path("/tmp/r.sqlite"), "not SQLite"), {}),
