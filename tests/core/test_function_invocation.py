@@ -160,8 +160,9 @@ async def test_zero_consecutive_errors_ends_the_run_at_the_first() -> None:
 @pytest.mark.parametrize(
     ("detailed", "expected"),
     [
-        (False, "Error: the function failed."),
-        (True, "Error: the function failed. RuntimeError: disk on fire"),
+        # Which tool and the exception's type by default; its message only when asked for.
+        (False, "Error: boom failed with RuntimeError."),
+        (True, "Error: boom failed with RuntimeError: disk on fire"),
     ],
 )
 async def test_detailed_errors_on_and_off(detailed: bool, expected: str) -> None:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypedDict, TypeVar, Unpack, over
 
 from pydantic import ValidationError
 
+from loopkit._checks import check_count, check_tool_names
 from loopkit.abstractions.chat import (
     ChatClient,
     ChatOptions,
@@ -27,9 +28,19 @@ from loopkit.abstractions.content import (
     ChatRole,
 )
 from loopkit.abstractions.tools import FunctionTool, Tool
+from loopkit.agents.arguments import (
+    check_history,
+    check_metadata,
+    check_middleware,
+    check_session,
+    check_settings,
+    check_tools_argument,
+    model_client,
+)
 from loopkit.agents.events import AgentEvent, EventMaker, FinalResult
 from loopkit.agents.output import OutputSpec
 from loopkit.agents.result import AgentRunResult
+from loopkit.agents.stream import AgentStream
 from loopkit.builder import ChatClientBuilder, Middleware
 from loopkit.errors import OutputValidationError, describe_error
 from loopkit.middleware.function_invocation import (
@@ -75,6 +86,10 @@ class AgentSettings(TypedDict, total=False):
     terminate_on_unknown_calls: bool
 
 
+#: Every keyword argument of :class:`Agent`.
+_SETTINGS = ("output_type", *AgentSettings.__annotations__)
+
+
 class Agent(Generic[OutputT]):
     """A model with instructions, tools, limits and an output type; ``await agent.run(...)``.
 
@@ -106,7 +121,7 @@ class Agent(Generic[OutputT]):
     @overload
     def __init__(
         self: Agent[str],
-        model: ChatClient | ChatClientBuilder,
+        model: ChatClient | ChatClientBuilder | str,
         *,
         output_type: None = None,
         **settings: Unpack[AgentSettings],
@@ -115,7 +130,7 @@ class Agent(Generic[OutputT]):
     @overload
     def __init__(
         self,
-        model: ChatClient | ChatClientBuilder,
+        model: ChatClient | ChatClientBuilder | str,
         *,
         output_type: type[OutputT],
         **settings: Unpack[AgentSettings],
@@ -123,7 +138,7 @@ class Agent(Generic[OutputT]):
 
     def __init__(
         self,
-        model: ChatClient | ChatClientBuilder,
+        model: ChatClient | ChatClientBuilder | str,
         *,
         output_type: Any = None,
         instructions: str | None = None,
@@ -142,16 +157,28 @@ class Agent(Generic[OutputT]):
         approver: Approver | None = None,
         max_result_chars: int | None = DEFAULT_MAX_RESULT_CHARS,
         terminate_on_unknown_calls: bool = False,
+        **unknown: Any,
     ) -> None:
-        if output_retries < 0:
-            raise ValueError(f"output_retries must be >= 0, got {output_retries}")
-        if max_output_tokens is not None and max_output_tokens < 1:
-            raise ValueError(f"max_output_tokens must be >= 1 or None, got {max_output_tokens}")
+        check_settings("Agent()", unknown, _SETTINGS)
+        model = model_client(model)
+        check_count("output_retries", output_retries, 0)
+        check_count("max_tokens", max_tokens, 1, optional=True, what="a positive number of tokens")
+        check_count("max_output_tokens", max_output_tokens, 1, optional=True)
         if instructions is not None and not isinstance(instructions, str):
+            joined = " (join them into one)" if isinstance(instructions, list | tuple) else ""
             raise TypeError(
                 f"instructions must be a string (the system message), got "
-                f"{type(instructions).__name__}"
+                f"{type(instructions).__name__}{joined}"
             )
+        if name is not None and not isinstance(name, str):
+            raise TypeError(f"name must be a string, got {type(name).__name__}")
+        if options is not None and not isinstance(options, ChatOptions):
+            raise TypeError(
+                f"options must be a ChatOptions, e.g. ChatOptions(temperature=0.2); got "
+                f"{type(options).__name__}"
+            )
+        check_tools_argument(tools)
+        check_middleware(middleware)
         self.name = name or "agent"
         self.instructions = instructions
         self.output_retries = output_retries
@@ -219,6 +246,7 @@ class Agent(Generic[OutputT]):
         opened for it). ``metadata`` is attached to the run (shown in its run-log ``start``
         line). Called inside another run (a tool of another agent), the run is its child.
         """
+        session, history = _run_arguments(session, history, tools, metadata)
         run = self._new_run(metadata)
         with run_scope(run):
             return await self._run_in(run, prompt, session, history, tools)
@@ -245,7 +273,7 @@ class Agent(Generic[OutputT]):
             "`await agent.run(...)` there"
         )
 
-    async def run_stream(
+    def run_stream(
         self,
         prompt: Prompt,
         *,
@@ -253,18 +281,22 @@ class Agent(Generic[OutputT]):
         history: Sequence[ChatMessage] | None = None,
         tools: Sequence[Tool | Callable[..., Any]] = (),
         metadata: dict[str, Any] | None = None,
-    ) -> AsyncIterator[AgentEvent[OutputT]]:
+    ) -> AgentStream[AgentEvent[OutputT]]:
         """Run the agent as :meth:`run` does, yielding typed events as they happen:
         :class:`~loopkit.agents.TextDelta`, :class:`~loopkit.agents.ToolCallStarted`,
         :class:`~loopkit.agents.ToolResultReceived`, :class:`~loopkit.agents.RoundFinished`,
         and last :class:`~loopkit.agents.FinalResult` with the
         :class:`~loopkit.agents.AgentRunResult`. The messages it leaves (in the result and
-        the session) are exactly those :meth:`run` would leave."""
-        run = self._new_run(metadata)
-        events = self._stream_in(run, prompt, session, history, tools)
-        async with closing(stream_in_run(run, events)) as stream:
-            async for event in stream:
-                yield event
+        the session) are exactly those :meth:`run` would leave. The arguments are checked
+        at once; the run starts when the iteration does (``async for``)."""
+        checked, earlier = _run_arguments(session, history, tools, metadata)
+
+        def start() -> AsyncIterator[AgentEvent[OutputT]]:
+            run = self._new_run(metadata)
+            events = self._stream_in(run, prompt, checked, earlier, tools)
+            return stream_in_run(run, events)
+
+        return AgentStream(start)
 
     def as_tool(
         self,
@@ -397,6 +429,9 @@ class Agent(Generic[OutputT]):
             turn.options = self.options.copy(
                 tools=_unique([*self.options.tools, *_as_tools(tools)])
             )
+        approvals = self.pipeline.options.approval_required
+        if approvals:
+            check_tool_names("approval_required", approvals, [t.name for t in turn.options.tools])
         if session is not None:
             turn.earlier = await session.get_messages()
             run.on_messages(_Store(session, turn.pending).add)
@@ -516,6 +551,15 @@ class _Store:
         else:
             batch = step
         await self.session.add_messages(batch)
+
+
+def _run_arguments(
+    session: object, history: object, tools: object, metadata: object
+) -> tuple[Session | None, list[ChatMessage] | None]:
+    """A run's arguments, checked before anything starts (see :mod:`.arguments`)."""
+    check_tools_argument(tools)
+    check_metadata(metadata)
+    return check_session(session), check_history(history)
 
 
 def _as_messages(prompt: Prompt) -> list[ChatMessage]:

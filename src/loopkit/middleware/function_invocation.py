@@ -26,6 +26,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, runtime_checkable
 
+from loopkit._checks import check_count, check_tool_names
 from loopkit.abstractions.tools import ToolError
 from loopkit.errors import MaxConsecutiveErrorsError, describe_error
 from loopkit.middleware.delegating import DelegatingChatClient
@@ -69,8 +70,9 @@ class FunctionInvocationOptions:
     #: Rounds in a row in which a tool raised; one more and the run ends with
     #: :class:`~loopkit.errors.MaxConsecutiveErrorsError` (the last exception as its cause).
     max_consecutive_errors: int = 3
-    #: Send an exception's message to the model (else only "Error: the function failed.").
-    #: :class:`ToolError` messages are always sent: they are written for the model.
+    #: Send an exception's message to the model (else only which tool failed and the
+    #: exception's type: ``Error: read_file failed with OSError.``). :class:`ToolError`
+    #: messages are always sent: they are written for the model.
     include_detailed_errors: bool = False
     #: On a call to an unknown tool: False answers the model with an error result; True stops the
     #: loop and returns the response with the unanswered call (the caller decides).
@@ -88,15 +90,20 @@ class FunctionInvocationOptions:
     approver: Approver | None = None
 
     def __post_init__(self) -> None:
-        if self.max_rounds < 1:
-            raise ValueError(f"max_rounds must be >= 1, got {self.max_rounds}")
-        if self.max_consecutive_errors < 0:
-            raise ValueError(
-                f"max_consecutive_errors must be >= 0, got {self.max_consecutive_errors}"
+        check_count("max_rounds", self.max_rounds, 1)
+        check_count("max_consecutive_errors", self.max_consecutive_errors, 0)
+        check_count("max_result_chars", self.max_result_chars, 100, optional=True)
+        if isinstance(self.approval_required, str):
+            raise TypeError(
+                "approval_required must be a collection of tool names, e.g. "
+                f"{{{self.approval_required!r}}}; got the string {self.approval_required!r}"
             )
-        if self.max_result_chars is not None and self.max_result_chars < 100:
-            raise ValueError(f"max_result_chars must be >= 100, got {self.max_result_chars}")
         self.approval_required = frozenset(self.approval_required)
+        if self.approver is not None and not callable(self.approver):
+            raise TypeError(
+                "approver must be a function (call) -> bool (or an async one); got "
+                f"{type(self.approver).__name__}"
+            )
         if self.approval_required and self.approver is None:
             raise ValueError(
                 "approval_required names tools but no approver is set: pass approver=, a "
@@ -234,6 +241,8 @@ class FunctionInvokingChatClient(DelegatingChatClient):
         conversation = list(messages)
         added: list[ChatMessage] = []
         tools = {t.name: t for t in options.tools} if options else {}
+        if opts.approval_required and tools:
+            _check_approvals(opts, tools)
         usage_before = run.usage
         reported = False
         rounds = error_rounds = 0
@@ -403,10 +412,7 @@ class FunctionInvokingChatClient(DelegatingChatClient):
                 if getattr(e, "terminates_run", False):
                     raise  # e.g. a dead MCP server: retrying through the model cannot help
                 error, exception = True, e
-                if self.options.include_detailed_errors:
-                    text = f"Error: the function failed. {type(e).__name__}: {e}"
-                else:
-                    text = "Error: the function failed."
+                text = _failure_text(call.name, e, self.options.include_detailed_errors)
         text = cut_result(text, self.options.max_result_chars)
         ms = (time.perf_counter() - started) * 1000.0
         if self.listeners:
@@ -477,6 +483,8 @@ class FunctionInvokingChatClient(DelegatingChatClient):
         opts = self.options
         conversation = list(messages)
         tools = {t.name: t for t in options.tools} if options else {}
+        if opts.approval_required and tools:
+            _check_approvals(opts, tools)
         error_rounds = 0
         while True:
             final = run.rounds >= opts.max_rounds
@@ -537,6 +545,29 @@ def _tool_message(calls: list[FunctionCallContent], results: list[_Outcome]) -> 
         for c, (text, error, _) in zip(calls, results, strict=True)
     ]
     return ChatMessage(role=ChatRole.TOOL, contents=answers)
+
+
+def _check_approvals(options: FunctionInvocationOptions, tools: dict[str, Tool]) -> None:
+    if not all(name in tools for name in options.approval_required):
+        check_tool_names("approval_required", options.approval_required, tools)
+
+
+def _failure_text(name: str, error: Exception, detailed: bool) -> str:
+    """What the model reads when tool ``name`` raised ``error`` (not a :class:`ToolError`): which
+    tool and the exception's type, so it can tell a bug from a bad argument; the message only
+    when detailed errors are on (it may hold paths, data or secrets)."""
+    kind = type(error).__name__
+    if not detailed:
+        return f"Error: {name} failed with {kind}."
+    try:
+        message = str(error)
+    except Exception:
+        message = ""
+    return (
+        f"Error: {name} failed with {kind}: {message}"
+        if message
+        else f"Error: {name} failed with {kind}."
+    )
 
 
 def _is_async_callable(fn: object) -> bool:
