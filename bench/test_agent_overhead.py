@@ -50,7 +50,7 @@ from test_loop_overhead import (  # the peer harness (bench/ is on sys.path unde
     af_client_class,
     af_replies,
     af_results,
-    loopkit_model,
+    loopkit_replies,
     make_tool,
     prebuilt,
     pydantic_ai_results,
@@ -116,6 +116,35 @@ def _loopkit_results(messages: list[Any]) -> list[str]:
     return [c.result for m in messages for c in m.contents if isinstance(c, FunctionResultContent)]
 
 
+class LoopkitScript:
+    """loopkit's scripted model for the agent rows: the replies of ``loopkit_model`` played in
+    order, plain (the prebuilt ``ChatResponse``) or streamed (the prebuilt updates of that
+    reply, one a message, as a provider that streams whole messages yields them). Both are
+    built before the clock starts, as every framework's replies here are; ``.calls`` counts
+    requests."""
+
+    def __init__(self, rounds: list[list[Call]], final_text: str) -> None:
+        from loopkit import ChatResponseUpdate
+
+        self.replies = loopkit_replies(rounds, final_text)
+        self.updates = [
+            [ChatResponseUpdate(role=m.role, contents=list(m.contents)) for m in r.messages]
+            for r in self.replies
+        ]
+        self.calls = 0
+
+    async def get_response(self, messages: Any, options: Any = None) -> Any:
+        reply = self.replies[self.calls]
+        self.calls += 1
+        return reply
+
+    async def get_streaming_response(self, messages: Any, options: Any = None) -> Any:
+        updates = self.updates[self.calls]
+        self.calls += 1
+        for update in updates:
+            yield update
+
+
 async def loopkit_raw_loop(rounds: int, bench: Bench) -> Outcome:
     from loopkit import (
         ChatMessage,
@@ -126,7 +155,7 @@ async def loopkit_raw_loop(rounds: int, bench: Bench) -> Outcome:
         FunctionTool,
     )
 
-    model = loopkit_model(script(rounds), FINAL_TEXT)
+    model = LoopkitScript(script(rounds), FINAL_TEXT)
     loop = FunctionInvokingChatClient(model, FunctionInvocationOptions(max_rounds=rounds + 10))
     options = ChatOptions(tools=prebuilt([FunctionTool(make_tool(TOOL, sync=False))]))
     messages = [ChatMessage.from_text(ChatRole.USER, PROMPT)]
@@ -137,7 +166,7 @@ async def loopkit_raw_loop(rounds: int, bench: Bench) -> Outcome:
 def _loopkit_agent(rounds: int) -> tuple[Any, Any]:
     from loopkit import Agent, FunctionTool
 
-    model = loopkit_model(script(rounds), FINAL_TEXT)
+    model = LoopkitScript(script(rounds), FINAL_TEXT)
     tools = prebuilt([FunctionTool(make_tool(TOOL, sync=False))])
     return model, Agent(model, instructions=INSTRUCTIONS, tools=tools, max_rounds=rounds + 10)
 

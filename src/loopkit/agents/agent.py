@@ -20,8 +20,6 @@ from loopkit.abstractions.chat import (
     ChatClient,
     ChatOptions,
     ChatResponse,
-    ChatResponseUpdate,
-    response_from_updates,
 )
 from loopkit.abstractions.content import (
     ChatMessage,
@@ -48,6 +46,7 @@ from loopkit.middleware.function_invocation import (
     Approver,
     FunctionInvocationOptions,
     FunctionInvokingChatClient,
+    StreamedMessages,
 )
 from loopkit.middleware.token_budget import TokenBudgetChatClient
 from loopkit.run_context import RunContext, closing, current_run, run_scope, stream_in_run
@@ -88,6 +87,13 @@ class AgentSettings(TypedDict, total=False):
 
 #: Every keyword argument of :class:`Agent`.
 _SETTINGS = ("output_type", *AgentSettings.__annotations__)
+#: The keyword arguments of a run.
+_RUN_ARGUMENTS = ("session", "history", "tools", "metadata")
+
+
+class _NoOtherArguments(TypedDict):
+    """No keyword arguments beyond the named ones: a type checker reports any other as it
+    always did, and at run time one gets a ``TypeError`` that names the right one."""
 
 
 class Agent(Generic[OutputT]):
@@ -235,6 +241,7 @@ class Agent(Generic[OutputT]):
         history: Sequence[ChatMessage] | None = None,
         tools: Sequence[Tool | Callable[..., Any]] = (),
         metadata: dict[str, Any] | None = None,
+        **unknown: Unpack[_NoOtherArguments],
     ) -> AgentRunResult[OutputT]:
         """Run the agent on ``prompt`` (a user's text, a message or messages) and return the
         typed result.
@@ -246,6 +253,7 @@ class Agent(Generic[OutputT]):
         opened for it). ``metadata`` is attached to the run (shown in its run-log ``start``
         line). Called inside another run (a tool of another agent), the run is its child.
         """
+        check_settings("Agent.run()", unknown, _RUN_ARGUMENTS)
         session, history = _run_arguments(session, history, tools, metadata)
         run = self._new_run(metadata)
         with run_scope(run):
@@ -259,9 +267,11 @@ class Agent(Generic[OutputT]):
         history: Sequence[ChatMessage] | None = None,
         tools: Sequence[Tool | Callable[..., Any]] = (),
         metadata: dict[str, Any] | None = None,
+        **unknown: Unpack[_NoOtherArguments],
     ) -> AgentRunResult[OutputT]:
         """:meth:`run` for code without an event loop (a script, a notebook cell without one):
         runs it with :func:`asyncio.run`. Inside a running loop, ``await agent.run(...)``."""
+        check_settings("Agent.run_sync()", unknown, _RUN_ARGUMENTS)
         try:
             asyncio.get_running_loop()
         except RuntimeError:
@@ -281,6 +291,7 @@ class Agent(Generic[OutputT]):
         history: Sequence[ChatMessage] | None = None,
         tools: Sequence[Tool | Callable[..., Any]] = (),
         metadata: dict[str, Any] | None = None,
+        **unknown: Unpack[_NoOtherArguments],
     ) -> AgentStream[AgentEvent[OutputT]]:
         """Run the agent as :meth:`run` does, yielding typed events as they happen:
         :class:`~loopkit.agents.TextDelta`, :class:`~loopkit.agents.ToolCallStarted`,
@@ -289,6 +300,7 @@ class Agent(Generic[OutputT]):
         :class:`~loopkit.agents.AgentRunResult`. The messages it leaves (in the result and
         the session) are exactly those :meth:`run` would leave. The arguments are checked
         at once; the run starts when the iteration does (``async for``)."""
+        check_settings("Agent.run_stream()", unknown, _RUN_ARGUMENTS)
         checked, earlier = _run_arguments(session, history, tools, metadata)
 
         def start() -> AsyncIterator[AgentEvent[OutputT]]:
@@ -387,16 +399,15 @@ class Agent(Generic[OutputT]):
             turn = await self._prepare(run, prompt, session, history, tools)
             events = EventMaker(run)
             while True:
-                updates: list[ChatResponseUpdate] = []
-                stream = self.pipeline.get_streaming_response(turn.request, turn.options)
+                collected = StreamedMessages()
+                stream = self.pipeline.stream_collecting(turn.request, turn.options, collected)
                 async with closing(stream):
                     async for update in stream:
-                        updates.append(update)
                         for event in events.feed(update):
                             yield event
                 for event in events.end_of_stream():
                     yield event
-                response = self._folded(run, turn, updates)
+                response = self._folded(run, turn, collected)
                 output = self._check_output(run, turn, response)
                 if not isinstance(output, _Retry):
                     result = self._result(run, turn, response, output)
@@ -439,15 +450,20 @@ class Agent(Generic[OutputT]):
         turn.request = [*head, *turn.earlier, *inputs]
         return turn
 
-    def _folded(
-        self, run: RunContext, turn: _Turn, updates: list[ChatResponseUpdate]
-    ) -> ChatResponse:
+    def _folded(self, run: RunContext, turn: _Turn, collected: StreamedMessages) -> ChatResponse:
         """The streamed call's messages and what the loop would have said about its end."""
-        response = response_from_updates(updates)
+        response = ChatResponse(
+            messages=collected.messages,
+            finish_reason=collected.finish_reason,
+            model_id=collected.model_id,
+            response_id=collected.response_id,
+        )
         extra = response.additional_properties
         invocation = self.pipeline.options
         if run.rounds > invocation.max_rounds:
             extra["max_rounds_reached"] = True
+        if not response.messages:
+            return response
         last = response.messages[-1]
         if invocation.terminate_on_unknown_calls and last.role == ChatRole.ASSISTANT:
             known = {t.name for t in turn.options.tools}

@@ -28,26 +28,27 @@ __all__ = [
 
 #: What other agent frameworks call a setting, and what to write instead.
 _OTHER_NAMES = {
-    "system_prompt": "instructions= (the system message)",
-    "model_settings": "options=ChatOptions(...) (sampling, provider settings)",
-    "toolsets": "tools= (an MCP server's tools: `await MCPClient(...).tools()`)",
-    "retries": "max_consecutive_errors= (tool failures in a row) or output_retries=",
-    "deps_type": "nothing: loopkit has no dependency injection; let tool functions close "
-    "over what they need, or pass run metadata=",
-    "instrument": "ChatClientBuilder(model).use_opentelemetry() as the model",
-    "usage_limits": "max_tokens= and max_rounds=",
-    "end_strategy": "nothing: the loop always answers every call of a round",
-    "model": "the first positional argument: Agent('openai/gpt-5', ...)",
+    "system_prompt": "use instructions= (the system message)",
+    "model_settings": "use options=ChatOptions(...) (sampling, provider settings)",
+    "toolsets": "use tools= (an MCP server's tools: `await MCPClient(...).tools()`)",
+    "retries": "use max_consecutive_errors= (tool failures in a row) or output_retries=",
+    "deps_type": "loopkit has no dependency injection; let tool functions close over what "
+    "they need, or pass run metadata=",
+    "instrument": "pass ChatClientBuilder(model).use_opentelemetry() as the model",
+    "usage_limits": "use max_tokens= and max_rounds=",
+    "end_strategy": "the loop always answers every call of a round",
+    "model": "pass the model first, positionally: Agent('openai/gpt-5', ...)",
 }
 #: Run keywords of other frameworks.
 _OTHER_RUN_NAMES = {
-    "message_history": "history= (earlier messages) or session= (a stored conversation)",
-    "deps": "nothing: loopkit has no dependency injection; use metadata= or closures",
-    "usage_limits": "max_tokens= and max_rounds= on the Agent",
-    "model_settings": "options= on the Agent",
-    "conversation": "session= (InMemorySession, SQLiteSession, SQLAlchemySession)",
-    "conversation_id": "session=InMemorySession('<id>') (or a stored session)",
-    "toolsets": "tools=",
+    "message_history": "use history= (earlier messages) or session= (a stored conversation)",
+    "deps": "loopkit has no dependency injection; let tools close over what they need, or "
+    "pass metadata=",
+    "usage_limits": "set max_tokens= and max_rounds= on the Agent",
+    "model_settings": "set options= on the Agent",
+    "conversation": "use session= (InMemorySession, SQLiteSession, SQLAlchemySession)",
+    "conversation_id": "use session=InMemorySession('<id>') (or a stored session)",
+    "toolsets": "use tools=",
 }
 #: pydantic-ai's model strings (``openai:gpt-5``) by their provider prefix.
 _PYDANTIC_AI_PREFIX = re.compile(
@@ -62,10 +63,10 @@ def check_settings(call: str, unknown: Mapping[str, Any], accepted: Sequence[str
     loopkit equivalent, a typo the closest setting."""
     if not unknown:
         return
-    names = _OTHER_RUN_NAMES if call.endswith(".run()") else _OTHER_NAMES
+    names = _OTHER_NAMES if call == "Agent()" else _OTHER_RUN_NAMES
     for name in unknown:
         if name in names:
-            raise TypeError(f"{call} has no {name}= setting; in loopkit use {names[name]}")
+            raise TypeError(f"{call} takes no {name}= argument: {names[name]}")
     check_unknown_keywords(call, unknown, accepted)
 
 

@@ -24,7 +24,7 @@ import json
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, cast, runtime_checkable
 
 from loopkit._checks import check_count, check_tool_names
 from loopkit.abstractions.tools import ToolError
@@ -38,6 +38,8 @@ if TYPE_CHECKING:
         ChatOptions,
         ChatResponse,
         ChatResponseUpdate,
+        FinishReason,
+        UpdateFold,
     )
     from loopkit.abstractions.content import (
         ChatMessage,
@@ -437,7 +439,7 @@ class FunctionInvokingChatClient(DelegatingChatClient):
         return bool(decision)
 
     # -- streaming -------------------------------------------------------------------------------
-    async def get_streaming_response(
+    def get_streaming_response(
         self, messages: Sequence[ChatMessage], options: ChatOptions | None = None
     ) -> AsyncIterator[ChatResponseUpdate]:
         """Streams each round's updates, then the round's tool results as one update with role
@@ -445,22 +447,44 @@ class FunctionInvokingChatClient(DelegatingChatClient):
         before the next round's text. Every update carries the ``message_id`` of the message it
         belongs to, so :func:`~loopkit.abstractions.chat.response_from_updates` gives back the
         same messages as :meth:`get_response`."""
+        # Without a collector the stream holds updates only (see _stream).
+        return cast("AsyncIterator[ChatResponseUpdate]", self._open_stream(messages, options, None))
+
+    def stream_collecting(
+        self,
+        messages: Sequence[ChatMessage],
+        options: ChatOptions | None,
+        collected: StreamedMessages,
+    ) -> AsyncIterator[ChatResponseUpdate | ChatMessage]:
+        """:meth:`get_streaming_response` for a caller that needs the messages too (an agent's
+        streamed run): the loop appends each round's messages to ``collected`` as it makes
+        them, so the caller does not fold the updates a second time, and hands over each
+        round's tool message itself in place of the tool update (one object less a round)."""
+        return self._open_stream(messages, options, collected)
+
+    def _open_stream(
+        self,
+        messages: Sequence[ChatMessage],
+        options: ChatOptions | None,
+        collected: StreamedMessages | None,
+    ) -> AsyncIterator[ChatResponseUpdate | ChatMessage]:
         run = current_run()
         if run is not None and run.claim(self):
-            stream = self._stream(run, messages, options)
-        else:
-            run = self._own_run(run)
-            stream = stream_in_run(run, self._stream_own_run(run, messages, options))
-        async with closing(stream):
-            async for update in stream:
-                yield update
+            # The caller's run: its stream is this loop's own generator (no layer between).
+            return self._stream(run, messages, options, collected)
+        run = self._own_run(run)
+        return stream_in_run(run, self._stream_own_run(run, messages, options, collected))
 
     async def _stream_own_run(
-        self, run: RunContext, messages: Sequence[ChatMessage], options: ChatOptions | None
-    ) -> AsyncIterator[ChatResponseUpdate]:
+        self,
+        run: RunContext,
+        messages: Sequence[ChatMessage],
+        options: ChatOptions | None,
+        collected: StreamedMessages | None,
+    ) -> AsyncIterator[ChatResponseUpdate | ChatMessage]:
         run.start_middleware(self)
         try:
-            async with closing(self._stream(run, messages, options)) as stream:
+            async with closing(self._stream(run, messages, options, collected)) as stream:
                 async for update in stream:
                     yield update
         except GeneratorExit:
@@ -472,13 +496,15 @@ class FunctionInvokingChatClient(DelegatingChatClient):
         run.emit("run_end", status="ok", error=None)
 
     async def _stream(
-        self, run: RunContext, messages: Sequence[ChatMessage], options: ChatOptions | None
-    ) -> AsyncIterator[ChatResponseUpdate]:
-        from loopkit.abstractions.chat import ChatResponseUpdate, ToolMode, response_from_updates
-        from loopkit.abstractions.content import (
-            ChatRole,
-            FunctionCallContent,
-        )
+        self,
+        run: RunContext,
+        messages: Sequence[ChatMessage],
+        options: ChatOptions | None,
+        collected: StreamedMessages | None,
+    ) -> AsyncIterator[ChatResponseUpdate | ChatMessage]:
+        from loopkit.abstractions.chat import ChatResponseUpdate, ToolMode, UpdateFold
+        from loopkit.abstractions.content import ChatRole, FunctionCallContent
+        from loopkit.abstractions.trusted import trusted
 
         opts = self.options
         conversation = list(messages)
@@ -492,13 +518,12 @@ class FunctionInvokingChatClient(DelegatingChatClient):
                 return
             run.rounds += 1
             round_no = run.rounds
-            message_id = f"{run.run_id}-{round_no}"
             round_options = (
                 options.copy(tool_mode=ToolMode.none()) if final and options else options
             )
             updates: list[ChatResponseUpdate] = []
             inner = self.inner.get_streaming_response(conversation, round_options)
-            async with closing(inner):
+            try:
                 async for update in inner:
                     if final and any(isinstance(c, FunctionCallContent) for c in update.contents):
                         # Calls in the final answer cannot be answered; never hand them over.
@@ -506,16 +531,25 @@ class FunctionInvokingChatClient(DelegatingChatClient):
                             c for c in update.contents if not isinstance(c, FunctionCallContent)
                         ]
                         update = update.model_copy(update={"contents": kept})
-                    if update.message_id is None:
-                        update.message_id = message_id
+                    if collected is None and update.message_id is None:
+                        update.message_id = f"{run.run_id}-{round_no}"  # for the caller's fold
                     updates.append(update)
                     yield update
-            response = response_from_updates(updates)
-            if response.usage is not None:
-                run.usage = run.usage + response.usage
-            new = response.messages
+            except BaseException:
+                # Left early (an error, the consumer closed us): close the model's stream too;
+                # ``async for`` alone would leave it suspended. A finished one needs nothing.
+                aclose = getattr(inner, "aclose", None)
+                if aclose is not None:
+                    await aclose()
+                raise
+            fold = UpdateFold(updates)
+            if fold.usage is not None:
+                run.usage = run.usage + fold.usage
+            new = fold.messages
             conversation.extend(new)
-            calls = response.function_calls
+            if collected is not None:
+                collected.add(new, fold)
+            calls = [c for m in new for c in m.contents if type(c) is FunctionCallContent]
             if final or not calls or not tools:
                 if not calls:
                     await run.messages_added(new)
@@ -529,11 +563,43 @@ class FunctionInvokingChatClient(DelegatingChatClient):
             conversation.append(tool_message)
             # Stored before it is handed over: a consumer that stops here leaves whole steps.
             await run.messages_added([*new, tool_message])
-            yield ChatResponseUpdate(
-                role=ChatRole.TOOL,
-                contents=list(tool_message.contents),
-                message_id=f"{message_id}-tool",
+            if collected is not None:
+                collected.messages.append(tool_message)
+                yield tool_message
+                continue
+            yield trusted(  # made here of validated results: no need to validate again
+                ChatResponseUpdate,
+                {
+                    "role": ChatRole.TOOL,
+                    "contents": list(tool_message.contents),
+                    "finish_reason": None,
+                    "model_id": None,
+                    "response_id": None,
+                    "message_id": f"{run.run_id}-{round_no}-tool",
+                },
             )
+
+
+class StreamedMessages:
+    """What a streamed request of the loop added (see
+    :meth:`FunctionInvokingChatClient.stream_collecting`): its messages, as
+    :meth:`~FunctionInvokingChatClient.get_response` returns them, and how its last round
+    ended."""
+
+    __slots__ = ("finish_reason", "messages", "model_id", "response_id")
+
+    def __init__(self) -> None:
+        self.messages: list[ChatMessage] = []
+        self.finish_reason: FinishReason | None = None
+        self.model_id: str | None = None
+        self.response_id: str | None = None
+
+    def add(self, messages: list[ChatMessage], fold: UpdateFold) -> None:
+        """A round's messages and how it ended."""
+        self.messages.extend(messages)
+        self.finish_reason = fold.finish_reason
+        self.model_id = fold.model_id
+        self.response_id = fold.response_id
 
 
 def _tool_message(calls: list[FunctionCallContent], results: list[_Outcome]) -> ChatMessage:
