@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable
 
-__all__ = ["check_count", "check_tool_names", "check_unknown_keywords"]
+__all__ = ["check_count", "check_tool_names", "check_unknown_keywords", "tool_name_set"]
 
 
 def check_count(
@@ -23,6 +23,17 @@ def check_count(
         raise TypeError(f"{name} must be {expected}, got {type(value).__name__} {value!r}")
     if value < minimum:
         raise ValueError(f"{name} must be {what or f'>= {minimum}'}, got {value}")
+
+
+def tool_name_set(setting: str, names: Iterable[str]) -> frozenset[str]:
+    """``names`` as a set of tool names; one string is refused (``"add"`` would be the set of
+    its letters)."""
+    if isinstance(names, str):
+        raise TypeError(
+            f"{setting} must be a collection of tool names, e.g. {{{names!r}}}; got the string "
+            f"{names!r}"
+        )
+    return frozenset(names)
 
 
 def check_tool_names(setting: str, names: Iterable[str], tools: Iterable[str]) -> None:

@@ -510,6 +510,29 @@ async def test_a_failed_summary_keeps_the_run_going_with_what_eliding_gives() ->
     assert secret not in event.data["summary_error"]
 
 
+async def test_a_failed_summary_that_leaves_the_request_over_the_window_drops_steps() -> None:
+    """Results too small to elide, the summariser down: the oldest steps go, so the request
+    fits the window all the same (the event says both what failed and what was done)."""
+
+    def fail(messages: list[ChatMessage], options: ChatOptions | None) -> str:
+        raise ProviderError("529 overloaded", retryable=True, status_code=529)
+
+    model = Model()
+    options = CompactionOptions(max_input_tokens=5000, keep_recent_steps=2)
+    client = CompactionChatClient(model.client, options, summarizer=FunctionChatClient(fail))
+    messages = conversation(12, result_chars=100, text="x" * 1500)
+    assert units(messages) > 5000
+    events, _ = await send(client, messages)
+    sent = model.requests[0]
+    assert units(sent) <= options.target_at
+    assert "of the earliest steps of this conversation were removed" in sent[2].text
+    assert sent[-4:] == messages[-4:]  # the last two steps, verbatim
+    check_complete(sent)
+    [event] = events
+    assert event.data["strategy"] == "drop"
+    assert "529 overloaded" in event.data["summary_error"]
+
+
 async def test_a_bug_in_the_summariser_is_not_swallowed() -> None:
     def bug(messages: list[ChatMessage], options: ChatOptions | None) -> str:
         raise RuntimeError("summariser bug")

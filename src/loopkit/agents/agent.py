@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypedDict, TypeVar, Unpack, over
 
 from pydantic import ValidationError
 
-from loopkit._checks import check_count, check_tool_names
+from loopkit._checks import check_count, check_tool_names, tool_name_set
 from loopkit.abstractions.chat import (
     ChatClient,
     ChatOptions,
@@ -197,7 +197,7 @@ class Agent(Generic[OutputT]):
             terminate_on_unknown_calls=terminate_on_unknown_calls,
             allow_concurrent_invocation=allow_concurrent_invocation,
             max_result_chars=max_result_chars,
-            approval_required=frozenset(approval_required),
+            approval_required=tool_name_set("approval_required", approval_required),
             approver=approver,
         )
         #: The built pipeline: the loop over the middleware over the budget over the model.
@@ -604,6 +604,11 @@ def _as_tools(tools: Sequence[Tool | Callable[..., Any]]) -> list[Tool]:
             found.append(t)
         elif callable(t):
             found.append(FunctionTool(t))
+        elif isinstance(t, str):
+            raise TypeError(
+                f"a tool must be a Tool or a function, got the string {t!r}: pass the function "
+                f"(or Tool) itself, tools=[{t}]"
+            )
         else:
             raise TypeError(f"a tool must be a Tool or a function, got {t!r}")
     return _unique(found)

@@ -26,7 +26,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, cast, runtime_checkable
 
-from loopkit._checks import check_count, check_tool_names
+from loopkit._checks import check_count, check_tool_names, tool_name_set
 from loopkit.abstractions.tools import ToolError
 from loopkit.errors import MaxConsecutiveErrorsError, describe_error
 from loopkit.middleware.delegating import DelegatingChatClient
@@ -95,12 +95,7 @@ class FunctionInvocationOptions:
         check_count("max_rounds", self.max_rounds, 1)
         check_count("max_consecutive_errors", self.max_consecutive_errors, 0)
         check_count("max_result_chars", self.max_result_chars, 100, optional=True)
-        if isinstance(self.approval_required, str):
-            raise TypeError(
-                "approval_required must be a collection of tool names, e.g. "
-                f"{{{self.approval_required!r}}}; got the string {self.approval_required!r}"
-            )
-        self.approval_required = frozenset(self.approval_required)
+        self.approval_required = tool_name_set("approval_required", self.approval_required)
         if self.approver is not None and not callable(self.approver):
             raise TypeError(
                 "approver must be a function (call) -> bool (or an async one); got "
