@@ -69,7 +69,7 @@ class _Event:
         return text.decode()
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(slots=True)
 class TextDelta(_Event):
     """A piece of the model's text, as it streams."""
 
@@ -79,7 +79,7 @@ class TextDelta(_Event):
     type: Literal["text_delta"] = field(default="text_delta", init=False)
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(slots=True)
 class ToolCallStarted(_Event):
     """The model called a tool (it runs once the model's answer is complete)."""
 
@@ -88,7 +88,7 @@ class ToolCallStarted(_Event):
     type: Literal["tool_call"] = field(default="tool_call", init=False)
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(slots=True)
 class ToolResultReceived(_Event):
     """A tool call's result, as the model will read it."""
 
@@ -99,7 +99,7 @@ class ToolResultReceived(_Event):
     type: Literal["tool_result"] = field(default="tool_result", init=False)
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(slots=True)
 class RoundFinished(_Event):
     """One round is over: the model answered and the tools it called have run."""
 
@@ -111,7 +111,7 @@ class RoundFinished(_Event):
     type: Literal["round_finished"] = field(default="round_finished", init=False)
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(slots=True)
 class FinalResult(_Event, Generic[OutputT]):
     """The run is over; ``result`` is what :meth:`Agent.run` would have returned."""
 
@@ -147,7 +147,7 @@ class EventMaker:
         self.names: dict[str, str] = {}
 
     def _finish_round(self) -> RoundFinished:
-        event = RoundFinished(round=self.round, usage=self.usage, tool_calls=self.calls)
+        event = RoundFinished(self.round, self.usage, self.calls)
         self.open = self.after_tools = False
         self.usage, self.calls = None, 0
         return event
@@ -156,13 +156,14 @@ class EventMaker:
         """The events ``update`` stands for (often none or one). A tool message (what the loop
         hands an agent in place of the tool update) gives the round's results."""
         events: list[AgentEvent[Any]] = []
-        # Exact type tests: isinstance on a pydantic class goes through ABCMeta.
+        # Exact type tests (isinstance on a pydantic class goes through ABCMeta) and positional
+        # constructors: this runs for every update of every streamed run.
         if update.role is _TOOL:
             names = self.names
             for c in update.contents:
                 if type(c) is FunctionResultContent:
                     name = names.get(c.call_id, "")
-                    events.append(ToolResultReceived(round=self.round, name=name, result=c))
+                    events.append(ToolResultReceived(self.round, name, c))
             self.after_tools = True
             return events
         if self.open and (self.after_tools or self.run.rounds != self.round):
@@ -173,11 +174,11 @@ class EventMaker:
         for c in update.contents:
             if type(c) is TextContent:
                 if c.text:
-                    events.append(TextDelta(round=self.round, text=c.text))
+                    events.append(TextDelta(self.round, c.text))
             elif type(c) is FunctionCallContent:
                 self.names[c.call_id] = c.name
                 self.calls += 1
-                events.append(ToolCallStarted(round=self.round, call=c))
+                events.append(ToolCallStarted(self.round, c))
             elif type(c) is UsageContent:
                 self.usage = c.usage if self.usage is None else self.usage + c.usage
         return events
