@@ -25,15 +25,17 @@ from loopkit.abstractions.content import (
     ChatMessage,
     ChatRole,
 )
-from loopkit.abstractions.tools import FunctionTool, Tool
+from loopkit.abstractions.tools import Tool
 from loopkit.agents.arguments import (
-    check_history,
-    check_metadata,
+    Prompt,
+    as_messages,
+    as_tools,
     check_middleware,
-    check_session,
     check_settings,
     check_tools_argument,
     model_client,
+    run_arguments,
+    unique_tools,
 )
 from loopkit.agents.events import AgentEvent, EventMaker, FinalResult
 from loopkit.agents.output import OutputSpec
@@ -58,9 +60,6 @@ if TYPE_CHECKING:
 __all__ = ["Agent", "AgentSettings", "Prompt"]
 
 OutputT = TypeVar("OutputT")
-
-#: What a run starts from: a user's text, one message, or several.
-Prompt = str | ChatMessage | Sequence[ChatMessage]
 
 
 class AgentSettings(TypedDict, total=False):
@@ -189,7 +188,7 @@ class Agent(Generic[OutputT]):
         self.instructions = instructions
         self.output_retries = output_retries
         self._output: OutputSpec[OutputT] = OutputSpec(output_type)
-        self.tools: list[Tool] = _as_tools(tools)
+        self.tools: list[Tool] = as_tools(tools)
         invocation = FunctionInvocationOptions(
             max_rounds=max_rounds,
             max_consecutive_errors=max_consecutive_errors,
@@ -211,7 +210,7 @@ class Agent(Generic[OutputT]):
             "output_retries": output_retries,
         }
         base = options.copy() if options is not None else ChatOptions()
-        base.tools = _unique([*base.tools, *self.tools])
+        base.tools = unique_tools([*base.tools, *self.tools])
         if max_output_tokens is not None:
             base.max_output_tokens = max_output_tokens
         if self._output.response_format is not None:
@@ -254,7 +253,7 @@ class Agent(Generic[OutputT]):
         line). Called inside another run (a tool of another agent), the run is its child.
         """
         check_settings("Agent.run()", unknown, _RUN_ARGUMENTS)
-        session, history = _run_arguments(session, history, tools, metadata)
+        session, history = run_arguments(session, history, tools, metadata)
         run = self._new_run(metadata)
         with run_scope(run):
             return await self._run_in(run, prompt, session, history, tools)
@@ -301,7 +300,7 @@ class Agent(Generic[OutputT]):
         the session) are exactly those :meth:`run` would leave. The arguments are checked
         at once; the run starts when the iteration does (``async for``)."""
         check_settings("Agent.run_stream()", unknown, _RUN_ARGUMENTS)
-        checked, earlier = _run_arguments(session, history, tools, metadata)
+        checked, earlier = run_arguments(session, history, tools, metadata)
 
         def start() -> AsyncIterator[AgentEvent[OutputT]]:
             run = self._new_run(metadata)
@@ -429,7 +428,7 @@ class Agent(Generic[OutputT]):
         history: Sequence[ChatMessage] | None,
         tools: Sequence[Tool | Callable[..., Any]],
     ) -> _Turn:
-        inputs = _as_messages(prompt)
+        inputs = as_messages(prompt)
         if session is not None and history is not None:
             raise ValueError(
                 "pass session= (a stored conversation) or history= (earlier messages), not both"
@@ -438,7 +437,7 @@ class Agent(Generic[OutputT]):
         turn = _Turn(inputs, earlier, self.options)
         if tools:
             turn.options = self.options.copy(
-                tools=_unique([*self.options.tools, *_as_tools(tools)])
+                tools=unique_tools([*self.options.tools, *as_tools(tools)])
             )
         approvals = self.pipeline.options.approval_required
         if approvals:
@@ -567,60 +566,6 @@ class _Store:
         else:
             batch = step
         await self.session.add_messages(batch)
-
-
-def _run_arguments(
-    session: object, history: object, tools: object, metadata: object
-) -> tuple[Session | None, list[ChatMessage] | None]:
-    """A run's arguments, checked before anything starts (see :mod:`.arguments`)."""
-    check_tools_argument(tools)
-    check_metadata(metadata)
-    return check_session(session), check_history(history)
-
-
-def _as_messages(prompt: Prompt) -> list[ChatMessage]:
-    if isinstance(prompt, str):
-        return [ChatMessage.from_text(ChatRole.USER, prompt)]
-    if isinstance(prompt, ChatMessage):
-        return [prompt]
-    messages: list[ChatMessage] = []
-    for m in prompt if isinstance(prompt, Sequence) else [None]:
-        if not isinstance(m, ChatMessage):
-            raise TypeError(
-                "the prompt must be a string, a ChatMessage or a list of ChatMessages; got "
-                f"{type(prompt).__name__}"
-                + (f" holding a {type(m).__name__}" if m is not None else "")
-            )
-        messages.append(m)
-    if not messages:
-        raise ValueError("the prompt is an empty list of messages: give the model something")
-    return messages
-
-
-def _as_tools(tools: Sequence[Tool | Callable[..., Any]]) -> list[Tool]:
-    found: list[Tool] = []
-    for t in tools:
-        if isinstance(t, Tool):
-            found.append(t)
-        elif callable(t):
-            found.append(FunctionTool(t))
-        elif isinstance(t, str):
-            raise TypeError(
-                f"a tool must be a Tool or a function, got the string {t!r}: pass the function "
-                f"(or Tool) itself, tools=[{t}]"
-            )
-        else:
-            raise TypeError(f"a tool must be a Tool or a function, got {t!r}")
-    return _unique(found)
-
-
-def _unique(tools: list[Tool]) -> list[Tool]:
-    seen: set[str] = set()
-    for t in tools:
-        if t.name in seen:
-            raise ValueError(f"two tools are named {t.name!r}; tool names must be unique")
-        seen.add(t.name)
-    return tools
 
 
 def _compose(

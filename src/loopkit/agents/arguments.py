@@ -5,18 +5,22 @@ never later as an ``AttributeError`` deep in a run."""
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from loopkit._checks import check_unknown_keywords
 from loopkit.abstractions.chat import ChatClient
-from loopkit.abstractions.content import ChatMessage
+from loopkit.abstractions.content import ChatMessage, ChatRole
+from loopkit.abstractions.tools import FunctionTool, Tool
 from loopkit.builder import ChatClientBuilder
 
 if TYPE_CHECKING:
     from loopkit.sessions.protocol import Session
 
 __all__ = [
+    "Prompt",
+    "as_messages",
+    "as_tools",
     "check_history",
     "check_metadata",
     "check_middleware",
@@ -24,7 +28,12 @@ __all__ = [
     "check_settings",
     "check_tools_argument",
     "model_client",
+    "run_arguments",
+    "unique_tools",
 ]
+
+#: What a run starts from: a user's text, one message, or several.
+Prompt = str | ChatMessage | Sequence[ChatMessage]
 
 #: What other agent frameworks call a setting, and what to write instead.
 _OTHER_NAMES = {
@@ -201,3 +210,57 @@ def _shown(value: object) -> str:
         text = repr(value)
         return f"the {kind} {text if len(text) <= 60 else text[:57] + '...'}"
     return f"a {kind}"
+
+
+def run_arguments(
+    session: object, history: object, tools: object, metadata: object
+) -> tuple[Session | None, list[ChatMessage] | None]:
+    """A run's arguments, checked before anything starts."""
+    check_tools_argument(tools)
+    check_metadata(metadata)
+    return check_session(session), check_history(history)
+
+
+def as_messages(prompt: Prompt) -> list[ChatMessage]:
+    if isinstance(prompt, str):
+        return [ChatMessage.from_text(ChatRole.USER, prompt)]
+    if isinstance(prompt, ChatMessage):
+        return [prompt]
+    messages: list[ChatMessage] = []
+    for m in prompt if isinstance(prompt, Sequence) else [None]:
+        if not isinstance(m, ChatMessage):
+            raise TypeError(
+                "the prompt must be a string, a ChatMessage or a list of ChatMessages; got "
+                f"{type(prompt).__name__}"
+                + (f" holding a {type(m).__name__}" if m is not None else "")
+            )
+        messages.append(m)
+    if not messages:
+        raise ValueError("the prompt is an empty list of messages: give the model something")
+    return messages
+
+
+def as_tools(tools: Sequence[Tool | Callable[..., Any]]) -> list[Tool]:
+    found: list[Tool] = []
+    for t in tools:
+        if isinstance(t, Tool):
+            found.append(t)
+        elif callable(t):
+            found.append(FunctionTool(t))
+        elif isinstance(t, str):
+            raise TypeError(
+                f"a tool must be a Tool or a function, got the string {t!r}: pass the function "
+                f"(or Tool) itself, tools=[{t}]"
+            )
+        else:
+            raise TypeError(f"a tool must be a Tool or a function, got {t!r}")
+    return unique_tools(found)
+
+
+def unique_tools(tools: list[Tool]) -> list[Tool]:
+    seen: set[str] = set()
+    for t in tools:
+        if t.name in seen:
+            raise ValueError(f"two tools are named {t.name!r}; tool names must be unique")
+        seen.add(t.name)
+    return tools

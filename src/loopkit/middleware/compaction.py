@@ -59,6 +59,8 @@ from loopkit.middleware.conversation_steps import (
     describe_call,
     elide,
     head_end,
+    pinned_cost,
+    pinned_messages,
     result_stub,
     steps,
     transcript,
@@ -264,7 +266,7 @@ class CompactionChatClient(DelegatingChatClient):
         opts = self.options
         head = head_end(messages)
         groups = steps(messages, max(head, state.summary_end))
-        pinned = _pinned(messages, head)
+        pinned = pinned_messages(messages, head)
 
         def plan_for(replacement: float | None) -> _Plan:
             # Keep the latest steps verbatim unless that alone would not fit: then only the last.
@@ -308,7 +310,7 @@ class CompactionChatClient(DelegatingChatClient):
             # never let a request above the limit pass unlooked at).
             gap = max(1, (opts.trigger_at - opts.target_at) // 4)
             state.next_trigger = min(tokens_before + gap, max(opts.limit_at, opts.trigger_at))
-            over = self._over_limit(state, run, tokens_before)
+            over = self._over_limit(state, tokens_before)
             if (summary_error is not None or over is not None) and run is not None:
                 self._emit(run, tokens_before, tokens_before, plan, 0, 0, summary_error, None, over)
             return state.prefix_cost + (state.total - state.covered_cost) + tools
@@ -328,7 +330,7 @@ class CompactionChatClient(DelegatingChatClient):
             state.next_trigger = max(opts.trigger_at, tokens_after + gap)
             state.next_trigger = min(state.next_trigger, max(opts.limit_at, opts.trigger_at))
         state.compactions += 1
-        over = self._over_limit(state, run, tokens_after)
+        over = self._over_limit(state, tokens_after)
         if run is not None:
             if summary_usage is not None:
                 run.usage = run.usage + summary_usage
@@ -359,33 +361,16 @@ class CompactionChatClient(DelegatingChatClient):
             )
         return ChatMessage.from_text(ChatRole.USER, note)
 
-    def _over_limit(self, state: _RunState, run: RunContext | None, tokens: int) -> str | None:
+    def _over_limit(self, state: _RunState, tokens: int) -> str | None:
         """Why a request of ``tokens`` goes out above the limit, the first time in a row it
         does (a warning too, once a run); None when it fits or was reported already."""
-        limit = self.options.limit_at
-        if tokens <= limit:
+        if tokens <= self.options.limit_at:
             state.over_limit = False
             return None
         if state.over_limit:
             return None
         state.over_limit = True
-        what = "max_input_tokens" if self.options.max_input_tokens is not None else "the trigger"
-        if self.options.drop_oldest:
-            cause = (
-                "what compaction always keeps is that large: the system message, the task (the "
-                "first user message), the latest user message, the summary or note in place of "
-                "older steps, and the latest step"
-            )
-            fix = (
-                "Shorten the instructions or the task, cut tool results (max_result_chars), or "
-                "give the model's real window as max_input_tokens"
-            )
-        else:
-            cause = "eliding and summarising could not do it and drop_oldest is off"
-            fix = "Set drop_oldest=True, allow summarize=True, or lower min_elide_chars"
-        reason = (
-            f"the request is about {tokens:,} tokens, above {what} ({limit:,}): {cause}. {fix}."
-        )
+        reason = self.options.over_limit_reason(tokens)
         if not state.warned:
             state.warned = True
             warnings.warn(f"compaction: {reason}", CompactionWarning, stacklevel=4)
@@ -457,7 +442,7 @@ class CompactionChatClient(DelegatingChatClient):
             if k >= 0:
                 old_saving[k] += e.saving
         current = [sum(costs[s:e]) - old_saving[k] for k, (s, e) in enumerate(groups)]
-        fixed = sum(costs[:head]) + tools + _pinned_cost(pinned, costs, head, start)
+        fixed = sum(costs[:head]) + tools + pinned_cost(pinned, costs, head, start)
         if state.summary is not None:
             fixed += self.estimator([state.summary])
         candidates = [self._eligible(messages, g, state.elided) for g in movable]
@@ -481,17 +466,17 @@ class CompactionChatClient(DelegatingChatClient):
         summary_units = self._drop_units(state) if replacement == _DROP else replacement
         most = [current[k] - sum(e.saving for _, e in candidates[k]) for k in range(len(movable))]
         rest = sum(current[len(movable) :])
-        base = sum(costs[:head]) + tools + _pinned_cost(pinned, costs, head, start)
+        base = sum(costs[:head]) + tools + pinned_cost(pinned, costs, head, start)
         n = len(movable)
         tail = sum(most)
         for count in range(1, len(movable) + 1):
             tail -= most[count - 1]
-            verbatim = _pinned_cost(pinned, costs, start, movable[count - 1][1])
+            verbatim = pinned_cost(pinned, costs, start, movable[count - 1][1])
             if base + verbatim + summary_units + tail + rest <= target:
                 n = count
                 break
         end = movable[n - 1][1]
-        with_summary = base + _pinned_cost(pinned, costs, start, end) + summary_units
+        with_summary = base + pinned_cost(pinned, costs, start, end) + summary_units
         new, total = elide_from(n, with_summary + sum(current[n:]))
         kept = {k: e for k, e in state.elided.items() if k[0] >= end}
         return _Plan({**kept, **new}, len(new), end, True, total)
@@ -629,21 +614,3 @@ def _check_below_the_loop(inner: ChatClient) -> None:
 
 def _tool_message(result: FunctionResultContent) -> ChatMessage:
     return ChatMessage(role=ChatRole.TOOL, contents=[result])
-
-
-def _pinned(messages: Sequence[ChatMessage], head: int) -> frozenset[int]:
-    """The messages after the head that stay verbatim even in a summarised range (placed before
-    the summary): system messages, and the latest user message (the current request of a
-    continued session)."""
-    pinned = {i for i in range(head, len(messages)) if messages[i].role == ChatRole.SYSTEM}
-    last_user = next(
-        (i for i in range(len(messages) - 1, head - 1, -1) if messages[i].role == ChatRole.USER),
-        None,
-    )
-    if last_user is not None:
-        pinned.add(last_user)
-    return frozenset(pinned)
-
-
-def _pinned_cost(pinned: frozenset[int], costs: list[int], start: int, end: int) -> int:
-    return sum(costs[i] for i in pinned if start <= i < end)

@@ -106,6 +106,27 @@ class CompactionOptions:
         """What no request may exceed: ``max_input_tokens``, else the trigger."""
         return self.max_input_tokens if self.max_input_tokens is not None else self.trigger_at
 
+    def over_limit_reason(self, tokens: int) -> str:
+        """What a request of ``tokens`` above :attr:`limit_at` is told: why, and what to do."""
+        what = "max_input_tokens" if self.max_input_tokens is not None else "the trigger"
+        if self.drop_oldest:
+            cause = (
+                "what compaction always keeps is that large: the system message, the task (the "
+                "first user message), the latest user message, the summary or note in place of "
+                "older steps, and the latest step"
+            )
+            fix = (
+                "Shorten the instructions or the task, cut tool results (max_result_chars), or "
+                "give the model's real window as max_input_tokens"
+            )
+        else:
+            cause = "eliding and summarising could not do it and drop_oldest is off"
+            fix = "Set drop_oldest=True, allow summarize=True, or lower min_elide_chars"
+        return (
+            f"the request is about {tokens:,} tokens, above {what} ({self.limit_at:,}): "
+            f"{cause}. {fix}."
+        )
+
     @property
     def trigger_at(self) -> int:
         """The trigger in tokens."""

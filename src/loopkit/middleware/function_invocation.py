@@ -20,16 +20,20 @@ nothing until it runs one.
 from __future__ import annotations
 
 import inspect
-import json
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, cast, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, TypeAlias, cast, runtime_checkable
 
 from loopkit._checks import check_count, check_tool_names, tool_name_set
 from loopkit.abstractions.tools import ToolError
 from loopkit.errors import MaxConsecutiveErrorsError, describe_error
 from loopkit.middleware.delegating import DelegatingChatClient
+
+# (cut_result and tool_result_to_text were defined here first: still importable from here)
+from loopkit.middleware.tool_results import cut_result as cut_result
+from loopkit.middleware.tool_results import failure_text
+from loopkit.middleware.tool_results import tool_result_to_text as tool_result_to_text
 from loopkit.run_context import RunContext, closing, current_run, run_scope, stream_in_run
 
 if TYPE_CHECKING:
@@ -131,34 +135,6 @@ class ToolInvocationListener(Protocol):
     def on_tool_invoked(self, invocation: ToolInvocation) -> None:
         """Called after each tool call the loop made (in the run's task)."""
         ...
-
-
-def tool_result_to_text(value: Any) -> str:
-    """Plain text for a tool's return value: strings as they are, data as compact JSON."""
-    if isinstance(value, str):
-        return value
-    if value is None:
-        return ""
-    if isinstance(value, bytes | bytearray):
-        return f"(binary result, {len(value)} bytes, not shown)"
-    if isinstance(value, dict | list | tuple | int | float | bool):
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
-    from pydantic import BaseModel  # loaded already: a run's messages are pydantic models
-
-    if isinstance(value, BaseModel):
-        return value.model_dump_json()
-    return str(value)
-
-
-def cut_result(text: str, max_chars: int | None) -> str:
-    """``text`` cut to ``max_chars`` with a note that says how much was left out and what to do."""
-    if max_chars is None or len(text) <= max_chars:
-        return text
-    return (
-        text[:max_chars]
-        + f"\n[cut: the result has {len(text)} characters, only the first {max_chars} are shown."
-        " Ask for less, for example one folder, one window or one element.]"
-    )
 
 
 def _usage_between(before: UsageDetails, after: UsageDetails) -> UsageDetails:
@@ -409,7 +385,7 @@ class FunctionInvokingChatClient(DelegatingChatClient):
                 if getattr(e, "terminates_run", False):
                     raise  # e.g. a dead MCP server: retrying through the model cannot help
                 error, exception = True, e
-                text = _failure_text(call.name, e, self.options.include_detailed_errors)
+                text = failure_text(call.name, e, self.options.include_detailed_errors)
         text = cut_result(text, self.options.max_result_chars)
         ms = (time.perf_counter() - started) * 1000.0
         if self.listeners:
@@ -611,24 +587,6 @@ def _tool_message(calls: list[FunctionCallContent], results: list[_Outcome]) -> 
 def _check_approvals(options: FunctionInvocationOptions, tools: dict[str, Tool]) -> None:
     if not all(name in tools for name in options.approval_required):
         check_tool_names("approval_required", options.approval_required, tools)
-
-
-def _failure_text(name: str, error: Exception, detailed: bool) -> str:
-    """What the model reads when tool ``name`` raised ``error`` (not a :class:`ToolError`): which
-    tool and the exception's type, so it can tell a bug from a bad argument; the message only
-    when detailed errors are on (it may hold paths, data or secrets)."""
-    kind = type(error).__name__
-    if not detailed:
-        return f"Error: {name} failed with {kind}."
-    try:
-        message = str(error)
-    except Exception:
-        message = ""
-    return (
-        f"Error: {name} failed with {kind}: {message}"
-        if message
-        else f"Error: {name} failed with {kind}."
-    )
 
 
 def _is_async_callable(fn: object) -> bool:
