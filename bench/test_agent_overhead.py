@@ -50,7 +50,7 @@ from test_loop_overhead import (  # the peer harness (bench/ is on sys.path unde
     af_client_class,
     af_replies,
     af_results,
-    loopkit_model,
+    loopkit_replies,
     make_tool,
     prebuilt,
     pydantic_ai_results,
@@ -61,6 +61,7 @@ PROMPT = "Run the script."
 INSTRUCTIONS = "Follow the script."
 TOOL = "tool_00"
 GOAL = 1.2  # Agent.run / raw loop
+STREAM_GOAL = 1.3  # Agent.run_stream / Agent.run (issue 25)
 WARM_UP = 20  # rounds of the warm-up run
 BUDGET_S = 20.0  # seconds of timed runs per way, after which it stops repeating
 PAIRS = 5  # raw loop / Agent.run pairs per repetition
@@ -116,6 +117,35 @@ def _loopkit_results(messages: list[Any]) -> list[str]:
     return [c.result for m in messages for c in m.contents if isinstance(c, FunctionResultContent)]
 
 
+class LoopkitScript:
+    """loopkit's scripted model for the agent rows: the replies of ``loopkit_model`` played in
+    order, plain (the prebuilt ``ChatResponse``) or streamed (the prebuilt updates of that
+    reply, one a message, as a provider that streams whole messages yields them). Both are
+    built before the clock starts, as every framework's replies here are; ``.calls`` counts
+    requests."""
+
+    def __init__(self, rounds: list[list[Call]], final_text: str) -> None:
+        from loopkit import ChatResponseUpdate
+
+        self.replies = loopkit_replies(rounds, final_text)
+        self.updates = [
+            [ChatResponseUpdate(role=m.role, contents=list(m.contents)) for m in r.messages]
+            for r in self.replies
+        ]
+        self.calls = 0
+
+    async def get_response(self, messages: Any, options: Any = None) -> Any:
+        reply = self.replies[self.calls]
+        self.calls += 1
+        return reply
+
+    async def get_streaming_response(self, messages: Any, options: Any = None) -> Any:
+        updates = self.updates[self.calls]
+        self.calls += 1
+        for update in updates:
+            yield update
+
+
 async def loopkit_raw_loop(rounds: int, bench: Bench) -> Outcome:
     from loopkit import (
         ChatMessage,
@@ -126,7 +156,7 @@ async def loopkit_raw_loop(rounds: int, bench: Bench) -> Outcome:
         FunctionTool,
     )
 
-    model = loopkit_model(script(rounds), FINAL_TEXT)
+    model = LoopkitScript(script(rounds), FINAL_TEXT)
     loop = FunctionInvokingChatClient(model, FunctionInvocationOptions(max_rounds=rounds + 10))
     options = ChatOptions(tools=prebuilt([FunctionTool(make_tool(TOOL, sync=False))]))
     messages = [ChatMessage.from_text(ChatRole.USER, PROMPT)]
@@ -137,7 +167,7 @@ async def loopkit_raw_loop(rounds: int, bench: Bench) -> Outcome:
 def _loopkit_agent(rounds: int) -> tuple[Any, Any]:
     from loopkit import Agent, FunctionTool
 
-    model = loopkit_model(script(rounds), FINAL_TEXT)
+    model = LoopkitScript(script(rounds), FINAL_TEXT)
     tools = prebuilt([FunctionTool(make_tool(TOOL, sync=False))])
     return model, Agent(model, instructions=INSTRUCTIONS, tools=tools, max_rounds=rounds + 10)
 
@@ -363,15 +393,18 @@ def _check(way: Way, rounds: int, outcome: Outcome) -> None:
 async def measure(rounds: int, repeats: int, ways: list[Way]) -> dict[Way, list[float]]:
     """Each way once on a short script to warm up (imports, schemas, caches), then ``repeats``
     times on the full one, interleaved; a way whose timed runs have taken BUDGET_S seconds
-    stops early (pydantic-ai at 1,000 rounds: one run takes about 45 s). loopkit's raw loop and
-    ``Agent.run`` (milliseconds a run, and the pair the 1.2x goal compares) run PAIRS times in
-    turn per repetition, so their ratio rests on many pairs close in time."""
+    stops early (pydantic-ai at 1,000 rounds: one run takes about 45 s). loopkit's raw loop,
+    ``Agent.run`` and ``Agent.run_stream`` (milliseconds a run, and what the 1.2x and 1.3x
+    goals compare) run PAIRS times in turn per repetition, so their ratios rest on many runs
+    close in time."""
     times: dict[Way, list[float]] = {way: [] for way in ways}
-    loop, agent = (
+    loop, agent, stream = (
         next((w for w in ways if w.framework == "loopkit" and w.kind == kind), None)
-        for kind in ("loop", "run")
+        for kind in ("loop", "run", "stream")
     )
-    pair = [loop, agent] if loop is not None and agent is not None else []
+    pair = [w for w in (loop, agent, stream) if w is not None]
+    if loop is None or agent is None:
+        pair = []
 
     async def timed(way: Way) -> None:
         gc.collect()
@@ -425,6 +458,19 @@ def report(rounds: int, repeats: int, times: dict[Way, list[float]]) -> dict[Way
         print(
             f"  loopkit Agent.run / raw loop = {run / loop:.3f} (medians), {paired:.3f} "
             f"(median of paired runs), {fastest:.3f} (fastest runs)  (goal <= {GOAL})"
+        )
+    stream = loopkit.get("stream")
+    if run is not None and stream is not None:
+        by_kind = {way.kind: t for way, t in times.items() if way.framework == "loopkit"}
+        if len(by_kind["stream"]) == len(by_kind["run"]):  # run in turn: paired
+            pairs = zip(by_kind["stream"], by_kind["run"], strict=True)
+            paired = f", {statistics.median([s / r for s, r in pairs]):.3f} (median of paired runs)"
+        else:
+            paired = ""
+        fastest = min(by_kind["stream"]) / min(by_kind["run"])
+        print(
+            f"  loopkit Agent.run_stream / Agent.run = {stream / run:.3f} (medians){paired}, "
+            f"{fastest:.3f} (fastest runs)  (goal <= {STREAM_GOAL})"
         )
     for kind in ("run", "stream", "session"):
         for way in times:

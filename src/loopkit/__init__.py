@@ -21,6 +21,7 @@ __all__ = [
     "Agent",
     "AgentEvent",
     "AgentRunResult",
+    "AgentStream",
     "AgentTool",
     "AllClientsFailedError",
     "BudgetExceededError",
@@ -192,6 +193,7 @@ _EXPORTS: dict[str, str] = {
     "ResponseFormat": "loopkit.abstractions.response_format",
     "Agent": "loopkit.agents.agent",
     "AgentRunResult": "loopkit.agents.result",
+    "AgentStream": "loopkit.agents.stream",
     "AgentTool": "loopkit.agents.as_tool",
     "AgentEvent": "loopkit.agents.events",
     "TextDelta": "loopkit.agents.events",
@@ -240,6 +242,7 @@ if TYPE_CHECKING:
         ToolResultReceived,
     )
     from loopkit.agents.result import AgentRunResult
+    from loopkit.agents.stream import AgentStream
     from loopkit.builder import ChatClientBuilder
     from loopkit.cards.card import Card, CardState
     from loopkit.cards.config import RunnerConfig, load_config

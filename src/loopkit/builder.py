@@ -339,6 +339,11 @@ class ChatClientBuilder:
         """
         from loopkit.middleware.fallback import FallbackChatClient
 
+        if not isinstance(clients, Sequence) or isinstance(clients, str):
+            raise TypeError(
+                "use_fallback() takes a list of chat clients, e.g. use_fallback([backup]); got "
+                f"{type(clients).__name__}"
+            )
         fallbacks = list(clients)
         position = len(self._factories)
         factories = self._factories

@@ -224,3 +224,56 @@ async def test_the_round_limit_is_reported_either_way(stream: bool) -> None:
     )
     result = (await streamed(agent, "x"))[-1].result if stream else await agent.run("x")
     assert result.max_rounds_reached and result.output == "stopped" and result.rounds == 2
+
+
+async def test_what_streaming_builds_without_validation_equals_its_validated_twin() -> None:
+    """The fold's messages, the loop's tool updates and the events are built from values that
+    were validated already (loopkit.abstractions.trusted, dataclass events): each must equal
+    what validation gives, serialise the same and hold watched contents."""
+    from loopkit import ChatMessage, ChatResponseUpdate, ChatRole, TextContent
+    from loopkit.abstractions.chat import response_from_updates
+    from loopkit.abstractions.content import ContentList
+    from loopkit.run_context import RunContext, run_scope
+
+    pieces = [
+        ChatResponseUpdate(role=ChatRole.ASSISTANT, contents=[TextContent(text="Let ")]),
+        ChatResponseUpdate(contents=[TextContent(text="me add.")]),
+    ]
+    [joined] = response_from_updates(pieces).messages  # text pieces joined
+    [whole] = response_from_updates(pieces[:1]).messages  # one update: the short path
+    for message in (joined, whole):
+        assert message == ChatMessage.model_validate(message.model_dump())
+        assert type(message.contents) is ContentList
+        assert (
+            message.model_dump_json()
+            == ChatMessage.model_validate_json(message.model_dump_json()).model_dump_json()
+        )
+    assert joined.text == "Let me add." and whole.text == "Let "
+
+    agent = Agent(scripted(), tools=[add])
+    with run_scope(RunContext(name="updates")):
+        updates = [
+            u
+            async for u in agent.pipeline.get_streaming_response(
+                [ChatMessage.from_text("user", "Add three sums.")], agent.options
+            )
+        ]
+    tool_updates = [u for u in updates if u.role == ChatRole.TOOL]
+    assert len(tool_updates) == 2
+    for update in tool_updates:
+        assert update == ChatResponseUpdate.model_validate(update.model_dump())
+
+    events = await streamed(Agent(scripted(), tools=[add]), "Add three sums.")
+    for event in events[:-1]:
+        dumped = event.model_dump(mode="json")
+        assert dumped["type"] == event.type and dumped["round"] == event.round
+        assert type(event)(**{k: getattr(event, k) for k in dumped if k != "type"}) == event
+
+
+async def test_a_stream_that_is_never_iterated_never_starts_its_run() -> None:
+    replies = Replies(answer("never"))
+    stream = Agent(replies.client()).run_stream("hi")
+    await stream.aclose()
+    assert replies.sent == []
+    with pytest.raises(TypeError, match="async for event in"):
+        iter(stream)  # type: ignore[call-overload]

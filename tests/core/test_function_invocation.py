@@ -160,8 +160,9 @@ async def test_zero_consecutive_errors_ends_the_run_at_the_first() -> None:
 @pytest.mark.parametrize(
     ("detailed", "expected"),
     [
-        (False, "Error: the function failed."),
-        (True, "Error: the function failed. RuntimeError: disk on fire"),
+        # Which tool and the exception's type by default; its message only when asked for.
+        (False, "Error: boom failed with RuntimeError."),
+        (True, "Error: boom failed with RuntimeError: disk on fire"),
     ],
 )
 async def test_detailed_errors_on_and_off(detailed: bool, expected: str) -> None:
@@ -407,6 +408,27 @@ async def test_calls_needing_approval_run_only_when_approved() -> None:
     assert response.text == "ok"
     assert ran == [2]  # refused calls never ran; four refusals in a row are not "errors"
     assert asked == [{"n": 1}] * 4 + [{"n": 2}]  # add needs no approval
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["get_response", "streamed"])
+async def test_a_misspelt_approval_name_is_refused_before_the_model_is_asked(stream: bool) -> None:
+    """``{"ad"}`` for the tool ``add`` would let ``add`` run without approval: the request is
+    refused, naming the tools and the likely fix, and no model request is made."""
+    model = script({"calls": [call("add", a=1, b=2)]}, {"text": "ok"})
+    client = loop(model, approval_required={"ad"}, approver=lambda c: True)
+    with pytest.raises(ValueError) as raised:
+        if stream:
+            [u async for u in client.get_streaming_response(user(), opts(add, boom))]
+        else:
+            await client.get_response(user(), opts(add, boom))
+    assert str(raised.value) == (
+        "approval_required names 'ad', which is not a tool of this run; the tools are: add, "
+        "boom. Did you mean 'ad' -> 'add'? Fix the name in approval_required (or add the tool)."
+    )
+    assert model.position == 0
+    # A request that offers no tools invokes none: nothing to approve, nothing to refuse.
+    plain = loop(script({"text": "fine"}), approval_required={"ad"}, approver=lambda c: True)
+    assert (await plain.get_response(user(), opts())).text == "fine"
 
 
 def test_approval_needs_an_approver() -> None:

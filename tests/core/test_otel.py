@@ -248,3 +248,51 @@ async def test_an_agent_run_with_a_session_names_the_conversation_on_its_span() 
     (span,) = [s for s in exporter.get_finished_spans() if s.name == "invoke_agent greeter"]
     assert span.attributes is not None
     assert span.attributes["gen_ai.conversation.id"] == "conversation-42"
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["get_response", "streamed"])
+async def test_with_fallback_the_chat_span_is_named_after_the_model_that_answered(
+    stream: bool,
+) -> None:
+    """The primary fails for good, the backup answers: the span of that request, and of the
+    run's later requests (the choice sticks), names the backup; a run whose primary answers
+    names the primary."""
+    from loopkit import ProviderError
+
+    def refuse(messages: object, options: object) -> str:
+        raise ProviderError("invalid API key (HTTP 401)", retryable=False, status_code=401)
+
+    tp, exporter = provider()
+    primary = FunctionChatClient(refuse, model_id="anthropic/claude-x")
+    backup = FunctionChatClient(lambda messages, options: "hi", model_id="openai/gpt-y")
+    client = (
+        ChatClientBuilder(primary)
+        .use_opentelemetry(tracer_provider=tp)
+        .use_fallback([backup])
+        .build()
+    )
+
+    async def ask() -> None:
+        if stream:
+            [u async for u in client.get_streaming_response(user(), opts())]
+        else:
+            await client.get_response(user(), opts())
+
+    with run_scope(RunContext(name="fallen-back")):
+        await ask()
+        await ask()
+    names = [s.name for s in exporter.get_finished_spans()]
+    assert names == ["chat openai/gpt-y", "chat openai/gpt-y"]
+    for span in exporter.get_finished_spans():
+        assert span.attributes["gen_ai.request.model"] == "openai/gpt-y"
+
+    exporter.clear()
+    working = (
+        ChatClientBuilder(FunctionChatClient(lambda m, o: "hi", model_id="anthropic/claude-x"))
+        .use_opentelemetry(tracer_provider=tp)
+        .use_fallback([backup])
+        .build()
+    )
+    with run_scope(RunContext(name="primary")):
+        await working.get_response(user(), opts())
+    assert [s.name for s in exporter.get_finished_spans()] == ["chat anthropic/claude-x"]

@@ -81,3 +81,44 @@ async def test_inside_a_run_the_budget_counts_every_request_of_the_run() -> None
         await budget.get_response(user(), opts())  # a new run starts from zero
         assert budget.spent == 600
     assert budget.spent == 0  # outside any run: the instance's own count, untouched
+
+
+async def test_a_client_without_usage_is_counted_by_estimate_and_warned_about_once() -> None:
+    """FunctionChatClient reports no usage: the budget counts about four characters a token
+    over each request and answer, refuses once that is spent, says the count was estimated,
+    and warns once per budget (not once per request or run)."""
+    from loopkit import FunctionChatClient
+    from loopkit.middleware.token_budget import UsageEstimatedWarning
+    from tests.agents.helpers import calls
+
+    def reply(messages: list, options: object) -> object:
+        return calls(("noop", {"n": len(messages)}), text="x" * 400)  # about 100 tokens out
+
+    client = (
+        ChatClientBuilder(FunctionChatClient(reply))
+        .use_function_invocation(max_rounds=50)
+        .use_token_budget(1000)
+        .build()
+    )
+    with pytest.warns(UsageEstimatedWarning, match="counts estimates") as warned:
+        for _ in range(2):  # two runs, one warning
+            with pytest.raises(BudgetExceededError) as e:
+                await client.get_response(user("y" * 800), opts(noop))
+    assert len(warned) == 1
+    assert "estimated at about four characters a token" in str(e.value)
+    assert 1000 <= e.value.used < 1600  # refused soon after the budget, not never
+    assert "FunctionChatClient" in str(warned[0].message)
+
+
+async def test_a_stream_without_usage_is_counted_by_estimate() -> None:
+    import warnings
+
+    from loopkit import FunctionChatClient
+
+    budget = TokenBudgetChatClient(FunctionChatClient(lambda m, o: "z" * 400), 10_000)
+    with warnings.catch_warnings(record=True):
+        warnings.simplefilter("always")
+        [u async for u in budget.get_streaming_response(user("q" * 40), opts())]
+    assert budget.used.output_tokens == 100 + 4  # 400 characters, plus a message's overhead
+    assert budget.used.input_tokens == 10 + 4
+    assert budget.state().estimated == 1

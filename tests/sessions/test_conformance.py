@@ -16,7 +16,7 @@ from loopkit.abstractions.content import (
     FunctionResultContent,
     TextContent,
 )
-from loopkit.sessions import IncompleteStepError, Session
+from loopkit.sessions import IncompleteStepError, Session, SessionStoreError
 from tests.sessions.conftest import Store, call, dump, result, say
 
 
@@ -281,6 +281,21 @@ async def test_stored_messages_are_copies(store: Store) -> None:
     read.contents.clear()
     (again,) = await session.get_messages()
     assert again.text == "original"
+
+
+async def test_close_ends_the_objects_use_and_keeps_what_was_stored(store: Store) -> None:
+    """Every store closes the same way (the Session protocol's close / async with): later calls
+    raise SessionStoreError, closing twice is harmless, a stored conversation stays stored."""
+    async with store.session("closing") as session:
+        await session.add_messages([say("user", "hi")])
+    await session.close()  # a second time
+    with pytest.raises(SessionStoreError, match="closed"):
+        await session.get_messages()
+    with pytest.raises(SessionStoreError, match="closed"):
+        await session.add_messages([say("user", "again")])
+    if store.source is not None:  # a stored conversation outlives the object that wrote it
+        async with store.opener(store.id("closing")) as again:
+            assert dump(await again.get_messages()) == dump([say("user", "hi")])
 
 
 async def test_bad_session_ids_are_clear_errors(store: Store) -> None:

@@ -12,7 +12,7 @@ from pydantic import BaseModel
 import loopkit
 from loopkit import ChatClientBuildr  # E: attr-defined
 from loopkit import Agent, ChatClientBuilder, FinalResult, FunctionChatClient, LiteLLMChatClient
-from loopkit import TextDelta, tool
+from loopkit import ChatMessage, InMemorySession, TextDelta, tool
 from loopkit.middleware import RunLogg  # E: attr-defined
 
 
@@ -67,3 +67,14 @@ async def stream() -> None:
                 text: str = final.output  # E: assignment
             case TextDelta(text=piece):
                 number: int = piece  # E: assignment
+
+
+async def mixed_up() -> None:
+    await invoices.run_stream("Invoice Ann")  # E: misc
+    for _wrong in invoices.run_stream("Invoice Ann"):  # E: attr-defined
+        pass
+    ChatMessage(role="asistant", contents=[])  # E: arg-type
+    Agent("openai/gpt-5", max_round=3)  # E: call-overload
+    invoices.run_sync("Invoice Ann", message_history=[])  # E: call-arg
+    session = InMemorySession("user-42")
+    session.close()  # E: unused-coroutine

@@ -20,6 +20,7 @@ from loopkit import (
     Agent,
     AgentEvent,
     AgentRunResult,
+    AgentStream,
     AgentTool,
     ChatClient,
     ChatClientBuilder,
@@ -122,7 +123,7 @@ def built_pipeline(model: ChatClient) -> ChatClient:
     return (
         ChatClientBuilder(model)
         .use_function_invocation(
-            max_rounds=10, approval_required={"rm"}, approver=approve, max_result_chars=None
+            max_rounds=10, approval_required={"plus"}, approver=approve, max_result_chars=None
         )
         .use_run_log(io.StringIO(), max_text_chars=500)
         .use_token_budget(100_000)
@@ -171,6 +172,12 @@ def contents_and_options() -> ChatOptions:
     contents: list[Content] = [TextContent(text="hi")]
     message = ChatMessage(role=ChatRole.USER, contents=contents)
     assert message.text == "hi"
+    # The role as a string, as the docs write it; stored as a ChatRole all the same.
+    said = ChatMessage(role="assistant", contents=[TextContent(text="hello")])
+    parts: list[TextContent] = [TextContent(text="a"), TextContent(text="b")]
+    both = ChatMessage(role="user", contents=parts)  # any sequence of contents
+    assert said.role is ChatRole.ASSISTANT and both.text == "ab"
+    assert refused(lambda: ChatMessage(role="asistant", contents=[])) == 1  # type: ignore[arg-type]
     usage: UsageDetails = UsageDetails(input_tokens=1)
     assert usage.input_tokens == 1
     return ChatOptions(tools=tools_call_like_their_functions(), tool_mode=ToolMode.auto())
@@ -180,6 +187,10 @@ async def runs_and_sessions() -> None:
     session: Session = InMemorySession()
     await session.add_messages([ChatMessage.from_text(ChatRole.USER, "hi")])
     check_complete(await session.get_messages())
+    async with SQLiteSession(":memory:", "closed-at-the-end") as stored:
+        kept: Session = stored
+        await kept.add_messages([ChatMessage.from_text("user", "hi")])
+    await session.close()
     run: RunContext
     with run_scope(name="typed") as run:
         assert current_run() is run
@@ -241,9 +252,15 @@ async def agents(model: ChatClient) -> None:
         refused(
             lambda: Agent(model, max_round=10),  # type: ignore[call-overload]
             lambda: Agent(model, instructions=3),  # type: ignore[call-overload]
+            lambda: Agent(42),  # type: ignore[call-overload]
         )
-        == 2
+        == 3
     )
+    by_name: Agent[str] = Agent("openai/gpt-5", instructions="Be brief.")  # a LiteLLMChatClient
+    typed_by_name: Agent[Invoice] = Agent("anthropic/claude-sonnet-4-5", output_type=Invoice)
+    assert by_name.name == typed_by_name.name == "agent"
+    stream: AgentStream[AgentEvent[str]] = text_agent.run_stream("1 + 2?")
+    await stream.aclose()  # never iterated: the run never starts
 
 
 def compaction_and_fallback(model: ChatClient, backup: ChatClient) -> Agent[str]:

@@ -13,11 +13,13 @@ from loopkit.abstractions.content import (
     ChatMessage,
     ChatRole,
     Content,
+    ContentList,
     FunctionCallContent,
     TextContent,
     UsageContent,
     UsageDetails,
 )
+from loopkit.abstractions.trusted import trusted
 
 if TYPE_CHECKING:
     from loopkit.abstractions.response_format import ResponseFormat
@@ -147,46 +149,93 @@ def response_from_updates(updates: Iterable[ChatResponseUpdate]) -> ChatResponse
     joined; usage pieces are summed into ``usage``. A stream with no content gives one empty
     assistant message.
     """
-    messages: list[ChatMessage] = []
-    contents: list[Content] = []
-    role = ChatRole.ASSISTANT
-    message_id: str | None = None
-    usage: UsageDetails | None = None
-    finish: FinishReason | None = None
-    model_id = response_id = None
-    for u in updates:
-        finish = u.finish_reason or finish
-        model_id = u.model_id or model_id
-        response_id = u.response_id or response_id
-        started = False
-        for c in u.contents:
-            if isinstance(c, UsageContent):
-                usage = c.usage if usage is None else usage + c.usage
-                continue
-            if not started:
-                started = True
-                new_role = u.role is not None and u.role != role
-                new_id = u.message_id is not None and message_id not in (None, u.message_id)
-                if (new_role or new_id) and (contents or messages):
-                    messages.append(ChatMessage(role=role, contents=contents))
-                    contents = []
-                    message_id = None
-                if u.role is not None:
-                    role = u.role
-                if u.message_id is not None:
-                    message_id = u.message_id
-            if isinstance(c, TextContent) and contents and isinstance(contents[-1], TextContent):
-                contents[-1] = TextContent(text=contents[-1].text + c.text)
-            else:
-                contents.append(c)
-    if contents or not messages:
-        messages.append(ChatMessage(role=role, contents=contents))
+    fold = UpdateFold(updates)
     return ChatResponse(
-        messages=messages,
-        usage=usage,
-        finish_reason=finish,
-        model_id=model_id,
-        response_id=response_id,
+        messages=fold.messages,
+        usage=fold.usage,
+        finish_reason=fold.finish_reason,
+        model_id=fold.model_id,
+        response_id=fold.response_id,
+    )
+
+
+class UpdateFold:
+    """What :func:`response_from_updates` reads from updates, without the response object
+    around it (the function-invocation loop folds every streamed round this way)."""
+
+    __slots__ = ("finish_reason", "messages", "model_id", "response_id", "usage")
+
+    def __init__(self, updates: Iterable[ChatResponseUpdate]) -> None:
+        if type(updates) is list and len(updates) == 1 and self._one(updates[0]):
+            return
+        messages: list[ChatMessage] = []
+        contents: list[Content] = []
+        role = ChatRole.ASSISTANT
+        message_id: str | None = None
+        usage: UsageDetails | None = None
+        finish: FinishReason | None = None
+        model_id = response_id = None
+        for u in updates:
+            finish = u.finish_reason or finish
+            model_id = u.model_id or model_id
+            response_id = u.response_id or response_id
+            started = False
+            for c in u.contents:
+                # Exact type tests: isinstance on a pydantic class goes through ABCMeta.
+                if type(c) is UsageContent:
+                    usage = c.usage if usage is None else usage + c.usage
+                    continue
+                if not started:
+                    started = True
+                    new_role = u.role is not None and u.role != role
+                    new_id = u.message_id is not None and message_id not in (None, u.message_id)
+                    if (new_role or new_id) and (contents or messages):
+                        messages.append(_message(role, contents))
+                        contents = []
+                        message_id = None
+                    if u.role is not None:
+                        role = u.role
+                    if u.message_id is not None:
+                        message_id = u.message_id
+                last = contents[-1] if contents else None
+                if type(c) is TextContent and type(last) is TextContent:
+                    joined = last.text + c.text
+                    contents[-1] = trusted(TextContent, {"type": "text", "text": joined})
+                else:
+                    contents.append(c)
+        if contents or not messages:
+            messages.append(_message(role, contents))
+        self.messages = messages
+        self.usage = usage
+        self.finish_reason = finish
+        self.model_id = model_id
+        self.response_id = response_id
+
+    def _one(self, update: ChatResponseUpdate) -> bool:
+        """The fold of a stream of one update that holds one whole message (a provider that
+        streams whole messages): its contents as they are. False when the general fold is
+        needed (usage pieces, texts to join, no contents)."""
+        contents = update.contents
+        if not contents:
+            return False
+        text = False
+        for c in contents:
+            kind = type(c)
+            if kind is UsageContent or (text and kind is TextContent):
+                return False
+            text = kind is TextContent
+        self.messages = [_message(update.role or ChatRole.ASSISTANT, contents)]
+        self.usage = None
+        self.finish_reason = update.finish_reason
+        self.model_id = update.model_id
+        self.response_id = update.response_id
+        return True
+
+
+def _message(role: ChatRole, contents: list[Content]) -> ChatMessage:
+    """A message of contents that were validated as parts of their updates."""
+    return trusted(
+        ChatMessage, {"role": role, "contents": ContentList(contents), "author_name": None}
     )
 
 

@@ -13,9 +13,9 @@ history on every request.
 from __future__ import annotations
 
 import base64
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from enum import StrEnum
-from typing import Annotated, Any, ClassVar, Literal, Self
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, Self
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
@@ -35,6 +35,7 @@ __all__ = [
     "DataContent",
     "FunctionCallContent",
     "FunctionResultContent",
+    "RoleName",
     "TextContent",
     "UsageContent",
     "UsageDetails",
@@ -57,6 +58,10 @@ class ChatRole(StrEnum):
     USER = "user"
     ASSISTANT = "assistant"
     TOOL = "tool"
+
+
+#: A role written as a string (``ChatMessage(role="assistant", ...)``); stored as a ChatRole.
+RoleName = Literal["system", "user", "assistant", "tool"]
 
 
 class _Content(BaseModel):
@@ -201,6 +206,28 @@ class ChatMessage(BaseModel):
         default_factory=ContentList
     )
     author_name: str | None = None
+
+    if TYPE_CHECKING:
+        # What a type checker sees: the role as a ChatRole or its string ("assistant"), any
+        # sequence of contents. (At run time pydantic validates both, as always.)
+        def __init__(
+            self,
+            *,
+            role: ChatRole | RoleName,
+            contents: Sequence[Content] = ...,
+            author_name: str | None = None,
+        ) -> None: ...
+
+    else:
+
+        def __init__(self, *args: Any, **data: Any) -> None:
+            if args or "content" in data or "text" in data:
+                raise TypeError(
+                    "ChatMessage takes keywords role= and contents= (a list of contents), e.g. "
+                    "ChatMessage(role='user', contents=[TextContent(text='Hi')]), or use "
+                    "ChatMessage.from_text('user', 'Hi')"
+                )
+            self.__pydantic_validator__.validate_python(data, self_instance=self)
 
     def __setattr__(self, name: str, value: Any) -> None:
         if name == "contents" and type(value) is not ContentList:

@@ -72,7 +72,9 @@ class ResponseFormat:
         try:
             schema = TypeAdapter(tp).json_schema()
         except Exception as e:  # pydantic cannot describe the type
-            raise TypeError(f"cannot derive a JSON schema from {tp!r}: {e}") from e
+            # pydantic's first line says what failed; the rest is advice for model authors.
+            first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+            raise TypeError(f"cannot derive a JSON schema from {tp!r}: {first}") from e
         schema = _drop_titles(schema)
         wrap_key: str | None = None
         if schema.get("type") != "object" or "properties" not in schema:

@@ -19,12 +19,14 @@ from loopkit.agents.events import (
 )
 from loopkit.agents.output import OutputSpec
 from loopkit.agents.result import AgentRunResult
+from loopkit.agents.stream import AgentStream
 
 __all__ = [
     "Agent",
     "AgentEvent",
     "AgentRunResult",
     "AgentSettings",
+    "AgentStream",
     "AgentTool",
     "FinalResult",
     "OutputSpec",

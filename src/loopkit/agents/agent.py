@@ -15,21 +15,32 @@ from typing import TYPE_CHECKING, Any, Generic, TypedDict, TypeVar, Unpack, over
 
 from pydantic import ValidationError
 
+from loopkit._checks import check_count, check_tool_names, tool_name_set
 from loopkit.abstractions.chat import (
     ChatClient,
     ChatOptions,
     ChatResponse,
-    ChatResponseUpdate,
-    response_from_updates,
 )
 from loopkit.abstractions.content import (
     ChatMessage,
     ChatRole,
 )
-from loopkit.abstractions.tools import FunctionTool, Tool
+from loopkit.abstractions.tools import Tool
+from loopkit.agents.arguments import (
+    Prompt,
+    as_messages,
+    as_tools,
+    check_middleware,
+    check_settings,
+    check_tools_argument,
+    model_client,
+    run_arguments,
+    unique_tools,
+)
 from loopkit.agents.events import AgentEvent, EventMaker, FinalResult
 from loopkit.agents.output import OutputSpec
 from loopkit.agents.result import AgentRunResult
+from loopkit.agents.stream import AgentStream
 from loopkit.builder import ChatClientBuilder, Middleware
 from loopkit.errors import OutputValidationError, describe_error
 from loopkit.middleware.function_invocation import (
@@ -37,6 +48,7 @@ from loopkit.middleware.function_invocation import (
     Approver,
     FunctionInvocationOptions,
     FunctionInvokingChatClient,
+    StreamedMessages,
 )
 from loopkit.middleware.token_budget import TokenBudgetChatClient
 from loopkit.run_context import RunContext, closing, current_run, run_scope, stream_in_run
@@ -48,9 +60,6 @@ if TYPE_CHECKING:
 __all__ = ["Agent", "AgentSettings", "Prompt"]
 
 OutputT = TypeVar("OutputT")
-
-#: What a run starts from: a user's text, one message, or several.
-Prompt = str | ChatMessage | Sequence[ChatMessage]
 
 
 class AgentSettings(TypedDict, total=False):
@@ -73,6 +82,17 @@ class AgentSettings(TypedDict, total=False):
     approver: Approver | None
     max_result_chars: int | None
     terminate_on_unknown_calls: bool
+
+
+#: Every keyword argument of :class:`Agent`.
+_SETTINGS = ("output_type", *AgentSettings.__annotations__)
+#: The keyword arguments of a run.
+_RUN_ARGUMENTS = ("session", "history", "tools", "metadata")
+
+
+class _NoOtherArguments(TypedDict):
+    """No keyword arguments beyond the named ones: a type checker reports any other as it
+    always did, and at run time one gets a ``TypeError`` that names the right one."""
 
 
 class Agent(Generic[OutputT]):
@@ -106,7 +126,7 @@ class Agent(Generic[OutputT]):
     @overload
     def __init__(
         self: Agent[str],
-        model: ChatClient | ChatClientBuilder,
+        model: ChatClient | ChatClientBuilder | str,
         *,
         output_type: None = None,
         **settings: Unpack[AgentSettings],
@@ -115,7 +135,7 @@ class Agent(Generic[OutputT]):
     @overload
     def __init__(
         self,
-        model: ChatClient | ChatClientBuilder,
+        model: ChatClient | ChatClientBuilder | str,
         *,
         output_type: type[OutputT],
         **settings: Unpack[AgentSettings],
@@ -123,7 +143,7 @@ class Agent(Generic[OutputT]):
 
     def __init__(
         self,
-        model: ChatClient | ChatClientBuilder,
+        model: ChatClient | ChatClientBuilder | str,
         *,
         output_type: Any = None,
         instructions: str | None = None,
@@ -142,21 +162,33 @@ class Agent(Generic[OutputT]):
         approver: Approver | None = None,
         max_result_chars: int | None = DEFAULT_MAX_RESULT_CHARS,
         terminate_on_unknown_calls: bool = False,
+        **unknown: Any,
     ) -> None:
-        if output_retries < 0:
-            raise ValueError(f"output_retries must be >= 0, got {output_retries}")
-        if max_output_tokens is not None and max_output_tokens < 1:
-            raise ValueError(f"max_output_tokens must be >= 1 or None, got {max_output_tokens}")
+        check_settings("Agent()", unknown, _SETTINGS)
+        model = model_client(model)
+        check_count("output_retries", output_retries, 0)
+        check_count("max_tokens", max_tokens, 1, optional=True, what="a positive number of tokens")
+        check_count("max_output_tokens", max_output_tokens, 1, optional=True)
         if instructions is not None and not isinstance(instructions, str):
+            joined = " (join them into one)" if isinstance(instructions, list | tuple) else ""
             raise TypeError(
                 f"instructions must be a string (the system message), got "
-                f"{type(instructions).__name__}"
+                f"{type(instructions).__name__}{joined}"
             )
+        if name is not None and not isinstance(name, str):
+            raise TypeError(f"name must be a string, got {type(name).__name__}")
+        if options is not None and not isinstance(options, ChatOptions):
+            raise TypeError(
+                f"options must be a ChatOptions, e.g. ChatOptions(temperature=0.2); got "
+                f"{type(options).__name__}"
+            )
+        check_tools_argument(tools)
+        check_middleware(middleware)
         self.name = name or "agent"
         self.instructions = instructions
         self.output_retries = output_retries
         self._output: OutputSpec[OutputT] = OutputSpec(output_type)
-        self.tools: list[Tool] = _as_tools(tools)
+        self.tools: list[Tool] = as_tools(tools)
         invocation = FunctionInvocationOptions(
             max_rounds=max_rounds,
             max_consecutive_errors=max_consecutive_errors,
@@ -164,7 +196,7 @@ class Agent(Generic[OutputT]):
             terminate_on_unknown_calls=terminate_on_unknown_calls,
             allow_concurrent_invocation=allow_concurrent_invocation,
             max_result_chars=max_result_chars,
-            approval_required=frozenset(approval_required),
+            approval_required=tool_name_set("approval_required", approval_required),
             approver=approver,
         )
         #: The built pipeline: the loop over the middleware over the budget over the model.
@@ -178,7 +210,7 @@ class Agent(Generic[OutputT]):
             "output_retries": output_retries,
         }
         base = options.copy() if options is not None else ChatOptions()
-        base.tools = _unique([*base.tools, *self.tools])
+        base.tools = unique_tools([*base.tools, *self.tools])
         if max_output_tokens is not None:
             base.max_output_tokens = max_output_tokens
         if self._output.response_format is not None:
@@ -208,6 +240,7 @@ class Agent(Generic[OutputT]):
         history: Sequence[ChatMessage] | None = None,
         tools: Sequence[Tool | Callable[..., Any]] = (),
         metadata: dict[str, Any] | None = None,
+        **unknown: Unpack[_NoOtherArguments],
     ) -> AgentRunResult[OutputT]:
         """Run the agent on ``prompt`` (a user's text, a message or messages) and return the
         typed result.
@@ -219,6 +252,8 @@ class Agent(Generic[OutputT]):
         opened for it). ``metadata`` is attached to the run (shown in its run-log ``start``
         line). Called inside another run (a tool of another agent), the run is its child.
         """
+        check_settings("Agent.run()", unknown, _RUN_ARGUMENTS)
+        session, history = run_arguments(session, history, tools, metadata)
         run = self._new_run(metadata)
         with run_scope(run):
             return await self._run_in(run, prompt, session, history, tools)
@@ -231,9 +266,11 @@ class Agent(Generic[OutputT]):
         history: Sequence[ChatMessage] | None = None,
         tools: Sequence[Tool | Callable[..., Any]] = (),
         metadata: dict[str, Any] | None = None,
+        **unknown: Unpack[_NoOtherArguments],
     ) -> AgentRunResult[OutputT]:
         """:meth:`run` for code without an event loop (a script, a notebook cell without one):
         runs it with :func:`asyncio.run`. Inside a running loop, ``await agent.run(...)``."""
+        check_settings("Agent.run_sync()", unknown, _RUN_ARGUMENTS)
         try:
             asyncio.get_running_loop()
         except RuntimeError:
@@ -245,7 +282,7 @@ class Agent(Generic[OutputT]):
             "`await agent.run(...)` there"
         )
 
-    async def run_stream(
+    def run_stream(
         self,
         prompt: Prompt,
         *,
@@ -253,18 +290,24 @@ class Agent(Generic[OutputT]):
         history: Sequence[ChatMessage] | None = None,
         tools: Sequence[Tool | Callable[..., Any]] = (),
         metadata: dict[str, Any] | None = None,
-    ) -> AsyncIterator[AgentEvent[OutputT]]:
+        **unknown: Unpack[_NoOtherArguments],
+    ) -> AgentStream[AgentEvent[OutputT]]:
         """Run the agent as :meth:`run` does, yielding typed events as they happen:
         :class:`~loopkit.agents.TextDelta`, :class:`~loopkit.agents.ToolCallStarted`,
         :class:`~loopkit.agents.ToolResultReceived`, :class:`~loopkit.agents.RoundFinished`,
         and last :class:`~loopkit.agents.FinalResult` with the
         :class:`~loopkit.agents.AgentRunResult`. The messages it leaves (in the result and
-        the session) are exactly those :meth:`run` would leave."""
-        run = self._new_run(metadata)
-        events = self._stream_in(run, prompt, session, history, tools)
-        async with closing(stream_in_run(run, events)) as stream:
-            async for event in stream:
-                yield event
+        the session) are exactly those :meth:`run` would leave. The arguments are checked
+        at once; the run starts when the iteration does (``async for``)."""
+        check_settings("Agent.run_stream()", unknown, _RUN_ARGUMENTS)
+        checked, earlier = run_arguments(session, history, tools, metadata)
+
+        def start() -> AsyncIterator[AgentEvent[OutputT]]:
+            run = self._new_run(metadata)
+            events = self._stream_in(run, prompt, checked, earlier, tools)
+            return stream_in_run(run, events)
+
+        return AgentStream(start)
 
     def as_tool(
         self,
@@ -355,16 +398,15 @@ class Agent(Generic[OutputT]):
             turn = await self._prepare(run, prompt, session, history, tools)
             events = EventMaker(run)
             while True:
-                updates: list[ChatResponseUpdate] = []
-                stream = self.pipeline.get_streaming_response(turn.request, turn.options)
+                collected = StreamedMessages()
+                stream = self.pipeline.stream_collecting(turn.request, turn.options, collected)
                 async with closing(stream):
                     async for update in stream:
-                        updates.append(update)
                         for event in events.feed(update):
                             yield event
                 for event in events.end_of_stream():
                     yield event
-                response = self._folded(run, turn, updates)
+                response = self._folded(run, turn, collected)
                 output = self._check_output(run, turn, response)
                 if not isinstance(output, _Retry):
                     result = self._result(run, turn, response, output)
@@ -386,7 +428,7 @@ class Agent(Generic[OutputT]):
         history: Sequence[ChatMessage] | None,
         tools: Sequence[Tool | Callable[..., Any]],
     ) -> _Turn:
-        inputs = _as_messages(prompt)
+        inputs = as_messages(prompt)
         if session is not None and history is not None:
             raise ValueError(
                 "pass session= (a stored conversation) or history= (earlier messages), not both"
@@ -395,8 +437,11 @@ class Agent(Generic[OutputT]):
         turn = _Turn(inputs, earlier, self.options)
         if tools:
             turn.options = self.options.copy(
-                tools=_unique([*self.options.tools, *_as_tools(tools)])
+                tools=unique_tools([*self.options.tools, *as_tools(tools)])
             )
+        approvals = self.pipeline.options.approval_required
+        if approvals:
+            check_tool_names("approval_required", approvals, [t.name for t in turn.options.tools])
         if session is not None:
             turn.earlier = await session.get_messages()
             run.on_messages(_Store(session, turn.pending).add)
@@ -404,15 +449,20 @@ class Agent(Generic[OutputT]):
         turn.request = [*head, *turn.earlier, *inputs]
         return turn
 
-    def _folded(
-        self, run: RunContext, turn: _Turn, updates: list[ChatResponseUpdate]
-    ) -> ChatResponse:
+    def _folded(self, run: RunContext, turn: _Turn, collected: StreamedMessages) -> ChatResponse:
         """The streamed call's messages and what the loop would have said about its end."""
-        response = response_from_updates(updates)
+        response = ChatResponse(
+            messages=collected.messages,
+            finish_reason=collected.finish_reason,
+            model_id=collected.model_id,
+            response_id=collected.response_id,
+        )
         extra = response.additional_properties
         invocation = self.pipeline.options
         if run.rounds > invocation.max_rounds:
             extra["max_rounds_reached"] = True
+        if not response.messages:
+            return response
         last = response.messages[-1]
         if invocation.terminate_on_unknown_calls and last.role == ChatRole.ASSISTANT:
             known = {t.name for t in turn.options.tools}
@@ -516,46 +566,6 @@ class _Store:
         else:
             batch = step
         await self.session.add_messages(batch)
-
-
-def _as_messages(prompt: Prompt) -> list[ChatMessage]:
-    if isinstance(prompt, str):
-        return [ChatMessage.from_text(ChatRole.USER, prompt)]
-    if isinstance(prompt, ChatMessage):
-        return [prompt]
-    messages: list[ChatMessage] = []
-    for m in prompt if isinstance(prompt, Sequence) else [None]:
-        if not isinstance(m, ChatMessage):
-            raise TypeError(
-                "the prompt must be a string, a ChatMessage or a list of ChatMessages; got "
-                f"{type(prompt).__name__}"
-                + (f" holding a {type(m).__name__}" if m is not None else "")
-            )
-        messages.append(m)
-    if not messages:
-        raise ValueError("the prompt is an empty list of messages: give the model something")
-    return messages
-
-
-def _as_tools(tools: Sequence[Tool | Callable[..., Any]]) -> list[Tool]:
-    found: list[Tool] = []
-    for t in tools:
-        if isinstance(t, Tool):
-            found.append(t)
-        elif callable(t):
-            found.append(FunctionTool(t))
-        else:
-            raise TypeError(f"a tool must be a Tool or a function, got {t!r}")
-    return _unique(found)
-
-
-def _unique(tools: list[Tool]) -> list[Tool]:
-    seen: set[str] = set()
-    for t in tools:
-        if t.name in seen:
-            raise ValueError(f"two tools are named {t.name!r}; tool names must be unique")
-        seen.add(t.name)
-    return tools
 
 
 def _compose(

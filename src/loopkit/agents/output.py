@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Generic, TypeVar, cast
+from typing import Any, Generic, TypeVar, cast, get_origin
 
 from pydantic import BaseModel, TypeAdapter, ValidationError, create_model
 
@@ -27,6 +27,26 @@ def type_name(tp: Any) -> str:
     return str(tp).replace("typing.", "")
 
 
+def _check_type(tp: Any) -> None:
+    """Refuse what is no type at all (``42``, ``"Invoice"``, an ``Invoice(...)``) in one line,
+    before pydantic explains at length why it cannot build a schema from it."""
+    if isinstance(tp, type) or get_origin(tp) is not None or tp is Any:
+        return
+    if isinstance(tp, str):
+        raise TypeError(
+            f"output_type must be a type, got the string {tp!r}: pass the class itself "
+            "(output_type=Invoice), not its name"
+        )
+    shown = repr(tp) if isinstance(tp, int | float | bool) or tp is None else ""
+    kind = type(tp).__name__
+    what = f"the {kind} {shown}" if shown else f"an instance of {kind}"
+    hint = f" (pass the class: output_type={kind})" if not shown else ""
+    raise TypeError(
+        f"output_type must be a type such as str, int, list[str], a pydantic model, a "
+        f"dataclass or a TypedDict; got {what}{hint}"
+    )
+
+
 class OutputSpec(Generic[OutputT]):
     """The output type of an agent: its response format, its validation, its serialisation.
 
@@ -45,7 +65,14 @@ class OutputSpec(Generic[OutputT]):
         self._wrapped: TypeAdapter[Any] | None = None
         if self.is_text:
             return
-        self.response_format = ResponseFormat.for_type(self.output_type)
+        _check_type(self.output_type)
+        try:
+            self.response_format = ResponseFormat.for_type(self.output_type)
+        except TypeError as e:
+            raise TypeError(
+                f"output_type {self.type_name} cannot be the answer's shape ({e}); use a pydantic "
+                "model, a dataclass, a TypedDict, a primitive or a container of them"
+            ) from None
         self._adapter = TypeAdapter(self.output_type)
         if self.response_format.wrap_key is not None:
             fields: dict[str, Any] = {self.response_format.wrap_key: (self.output_type, ...)}

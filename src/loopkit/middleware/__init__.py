@@ -13,6 +13,7 @@ __all__ = [
     "AllClientsFailedError",
     "CompactionChatClient",
     "CompactionOptions",
+    "CompactionWarning",
     "DelegatingChatClient",
     "ExpectMode",
     "FallbackChatClient",
@@ -30,6 +31,7 @@ __all__ = [
     "ToolInvocation",
     "ToolInvocationListener",
     "TranscriptRecorder",
+    "UsageEstimatedWarning",
     "compact_schema",
     "cut_result",
     "estimate_tokens",
@@ -41,6 +43,7 @@ __all__ = [
 _EXPORTS: dict[str, str] = {
     "CompactionChatClient": "loopkit.middleware.compaction",
     "CompactionOptions": "loopkit.middleware.compaction",
+    "CompactionWarning": "loopkit.middleware.compaction",
     "DelegatingChatClient": "loopkit.middleware.delegating",
     "AllClientsFailedError": "loopkit.middleware.fallback",
     "FallbackChatClient": "loopkit.middleware.fallback",
@@ -58,6 +61,7 @@ _EXPORTS: dict[str, str] = {
     "RunLogChatClient": "loopkit.middleware.run_log",
     "redact": "loopkit.middleware.run_log",
     "TokenBudgetChatClient": "loopkit.middleware.token_budget",
+    "UsageEstimatedWarning": "loopkit.middleware.token_budget",
     "TokenEstimator": "loopkit.middleware.token_estimate",
     "estimate_tokens": "loopkit.middleware.token_estimate",
     "ToolDisclosure": "loopkit.middleware.tool_disclosure",
@@ -68,7 +72,11 @@ _EXPORTS: dict[str, str] = {
 }
 
 if TYPE_CHECKING:
-    from loopkit.middleware.compaction import CompactionChatClient, CompactionOptions
+    from loopkit.middleware.compaction import (
+        CompactionChatClient,
+        CompactionOptions,
+        CompactionWarning,
+    )
     from loopkit.middleware.delegating import DelegatingChatClient
     from loopkit.middleware.fallback import AllClientsFailedError, FallbackChatClient
     from loopkit.middleware.function_invocation import (
@@ -82,7 +90,7 @@ if TYPE_CHECKING:
     from loopkit.middleware.otel import OpenTelemetryChatClient
     from loopkit.middleware.retry import RetryingChatClient, RetryPolicy, is_transient
     from loopkit.middleware.run_log import RunLog, RunLogChatClient, redact
-    from loopkit.middleware.token_budget import TokenBudgetChatClient
+    from loopkit.middleware.token_budget import TokenBudgetChatClient, UsageEstimatedWarning
     from loopkit.middleware.token_estimate import TokenEstimator, estimate_tokens
     from loopkit.middleware.tool_disclosure import (
         ToolDisclosure,

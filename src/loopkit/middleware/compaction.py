@@ -10,6 +10,13 @@ caller's list is never changed):
 2. **Summarise** (if still over): the oldest steps are replaced by one message written by a
    model ("Summary of the earlier conversation ..."); the system message(s), the task (the
    first user message) and the latest steps stay verbatim.
+3. **Drop** (last resort, when no summary was made, ``summarize=False`` or the summariser
+   failed, and the request would still exceed the limit: ``max_input_tokens``, else the
+   trigger): the oldest steps are replaced by a note saying how many were removed.
+
+A request that is still above the limit after all three (the parts compaction never touches
+are that large) goes out as it is, and the ``compaction`` event (``over_limit``) and a
+:class:`CompactionWarning` say why and what to change.
 
 A step is an assistant message with its calls together with the tool message(s) answering them;
 the conversation is cut only between steps, so a call never loses its result.
@@ -28,6 +35,7 @@ the trigger follows what the provider really counts.
 from __future__ import annotations
 
 import bisect
+import warnings
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -42,10 +50,17 @@ from loopkit.abstractions.content import (
     UsageDetails,
 )
 from loopkit.errors import ProviderError
+from loopkit.middleware.compaction_options import (
+    DEFAULT_SUMMARY_PROMPT,
+    CompactionOptions,
+    CompactionWarning,
+)
 from loopkit.middleware.conversation_steps import (
     describe_call,
     elide,
     head_end,
+    pinned_cost,
+    pinned_messages,
     result_stub,
     steps,
     transcript,
@@ -63,6 +78,7 @@ __all__ = [
     "DEFAULT_SUMMARY_PROMPT",
     "CompactionChatClient",
     "CompactionOptions",
+    "CompactionWarning",
     "TokenEstimator",
     "describe_call",
     "estimate_tokens",
@@ -74,97 +90,13 @@ _MAX_SCALE = 5.0
 #: In the transcript given to the summariser, each tool result is cut to this many characters
 #: (then, if the transcript is still too long, to the second figure).
 _TRANSCRIPT_RESULT_CHARS = (1000, 200)
-
-DEFAULT_SUMMARY_PROMPT = (
-    "You condense the working history of an AI agent so that it can continue its task with "
-    "less context. Below is the older part of its conversation (and possibly an earlier "
-    "summary). Write a summary that the agent will read instead of it: what it did and found "
-    "(files, names, values, decisions, errors and how they were resolved), what is still to "
-    "be done, and every instruction or constraint the user gave. Keep names, paths and numbers "
-    "exact. Do not invent anything and do not address the user. Plain text, as short as "
-    "completeness allows."
+#: The ``replacement`` of a plan that drops the oldest steps (a note costs what it costs).
+_DROP = 0.0
+#: The header of the message that stands for the summarised (or dropped) oldest steps.
+_SUMMARY_HEADER = (
+    "Summary of the earlier conversation (condensed to save space; the task above and the "
+    "latest steps are verbatim):"
 )
-
-
-@dataclass(frozen=True, slots=True)
-class CompactionOptions:
-    """When and how far :class:`CompactionChatClient` compacts.
-
-    Give the model's input window as ``max_input_tokens`` (compaction starts above ``trigger``
-    of it and goes down to ``target`` of it), or explicit ``trigger_tokens`` (and optionally
-    ``target_tokens``, default five eighths of the trigger).
-    """
-
-    #: The model's context window for input, in tokens (None: give ``trigger_tokens``).
-    max_input_tokens: int | None = None
-    #: Compact before a request estimated above this fraction of ``max_input_tokens``.
-    trigger: float = 0.8
-    #: ...down to this fraction (the low-water mark: a large jump now, none for a while).
-    target: float = 0.5
-    #: Explicit trigger in tokens (overrides ``trigger``).
-    trigger_tokens: int | None = None
-    #: Explicit target in tokens (overrides ``target``).
-    target_tokens: int | None = None
-    #: The latest steps (assistant message with its calls + their results) kept verbatim.
-    keep_recent_steps: int = 4
-    #: Results shorter than this many characters are not worth a stub and stay.
-    min_elide_chars: int = 400
-    #: Summarise the oldest steps with a model when eliding is not enough (False: never call
-    #: a model; the conversation may then stay above the target).
-    summarize: bool = True
-    #: ``max_output_tokens`` of the summary request (also what the plan reserves for it).
-    summary_max_tokens: int = 1000
-    #: The summariser's instructions.
-    summary_prompt: str = DEFAULT_SUMMARY_PROMPT
-
-    def __post_init__(self) -> None:
-        if self.max_input_tokens is None and self.trigger_tokens is None:
-            raise ValueError(
-                "compaction needs max_input_tokens (the model's input window, e.g. 200000) or "
-                "trigger_tokens (compact above this many input tokens); got neither"
-            )
-        for name in ("max_input_tokens", "trigger_tokens", "target_tokens"):
-            value = getattr(self, name)
-            if value is not None and (not isinstance(value, int) or value <= 0):
-                raise ValueError(f"{name} must be a positive number of tokens, got {value!r}")
-        if not 0 < self.target < self.trigger <= 1:
-            raise ValueError(
-                f"expected 0 < target < trigger <= 1 (fractions of max_input_tokens), got "
-                f"target={self.target!r}, trigger={self.trigger!r}"
-            )
-        if self.target_at >= self.trigger_at:
-            raise ValueError(
-                f"target_tokens ({self.target_at:,}) must be below trigger_tokens "
-                f"({self.trigger_at:,})"
-            )
-        if self.max_input_tokens is not None and self.trigger_at > self.max_input_tokens:
-            raise ValueError(
-                f"trigger_tokens ({self.trigger_at:,}) must not exceed max_input_tokens "
-                f"({self.max_input_tokens:,})"
-            )
-        if self.keep_recent_steps < 1:
-            raise ValueError(f"keep_recent_steps must be >= 1, got {self.keep_recent_steps}")
-        if self.min_elide_chars < 0:
-            raise ValueError(f"min_elide_chars must be >= 0, got {self.min_elide_chars}")
-        if self.summary_max_tokens < 16:
-            raise ValueError(f"summary_max_tokens must be >= 16, got {self.summary_max_tokens}")
-
-    @property
-    def trigger_at(self) -> int:
-        """The trigger in tokens."""
-        if self.trigger_tokens is not None:
-            return self.trigger_tokens
-        assert self.max_input_tokens is not None  # checked in __post_init__
-        return int(self.max_input_tokens * self.trigger)
-
-    @property
-    def target_at(self) -> int:
-        """The target (low-water mark) in tokens."""
-        if self.target_tokens is not None:
-            return self.target_tokens
-        if self.max_input_tokens is not None and self.trigger_tokens is None:
-            return int(self.max_input_tokens * self.target)
-        return int(self.trigger_at * self.target / self.trigger)
 
 
 @dataclass(slots=True)
@@ -194,10 +126,13 @@ class _RunState:
     sent_units: int | None = None  # estimate of the last request forwarded
     scale: float = 1.0  # provider tokens per estimate unit, from the last reported usage
     compactions: int = 0
+    dropped_steps: int = 0  # steps dropped so far (drop_oldest), for the note in their place
+    over_limit: bool = False  # the last request went out above the limit (reported once)
+    warned: bool = False  # a CompactionWarning was given in this run
 
     def reset(self) -> None:
         """Forget the conversation (a new one started in this run); keep the calibration."""
-        fresh = _RunState(scale=self.scale)
+        fresh = _RunState(scale=self.scale, warned=self.warned)
         for name in self.__slots__:
             setattr(self, name, getattr(fresh, name))
 
@@ -207,7 +142,7 @@ class _Plan:
     elided: dict[tuple[int, int], _Elision]
     new_elided: int
     summary_end: int  # where the verbatim part resumes
-    new_summary: bool
+    new_summary: bool  # the oldest steps up to summary_end are replaced (summary or drop note)
     units: float
 
 
@@ -234,6 +169,7 @@ class CompactionChatClient(DelegatingChatClient):
                 "options must be a CompactionOptions, e.g. CompactionOptions(max_input_tokens="
                 f"200_000); got {type(options).__name__}"
             )
+        _check_below_the_loop(inner)
         self.options = options
         self.summarizer = summarizer
         self.estimator: TokenEstimator = estimator or estimate_tokens
@@ -330,19 +266,19 @@ class CompactionChatClient(DelegatingChatClient):
         opts = self.options
         head = head_end(messages)
         groups = steps(messages, max(head, state.summary_end))
-        target = opts.target_at / state.scale
-        keep = opts.keep_recent_steps
-        pinned = _pinned(messages, head)
-        plan = self._plan(
-            state, messages, head, groups, tools, target, keep, opts.summarize, pinned
-        )
-        window = opts.max_input_tokens
-        if window is not None and plan.units * state.scale > window and keep > 1:
-            # Keeping the latest steps verbatim would not fit at all: keep only the last one.
-            keep = 1
-            plan = self._plan(
-                state, messages, head, groups, tools, target, keep, opts.summarize, pinned
-            )
+        pinned = pinned_messages(messages, head)
+
+        def plan_for(replacement: float | None) -> _Plan:
+            # Keep the latest steps verbatim unless that alone would not fit: then only the last.
+            args = (state, messages, head, groups, tools, opts.target_at / state.scale)
+            plan = self._plan(*args, opts.keep_recent_steps, replacement, pinned)
+            over = plan.units * state.scale > opts.limit_at
+            if over and opts.keep_recent_steps > 1:
+                plan = self._plan(*args, 1, replacement, pinned)
+            return plan
+
+        summary_units = opts.summary_max_tokens / state.scale + MESSAGE_OVERHEAD + 30
+        plan = plan_for(summary_units if opts.summarize else None)
         summary, summary_text = state.summary, state.summary_text
         summary_error: str | None = None
         summary_usage: UsageDetails | None = None
@@ -352,22 +288,36 @@ class CompactionChatClient(DelegatingChatClient):
                     state, messages, head, plan, options
                 )
             except ProviderError as e:
-                # The run goes on with what eliding achieves; the next compaction tries again.
+                # The run goes on with what eliding (or dropping) achieves; the next
+                # compaction tries again.
                 from loopkit.providers.litellm_errors import redact
 
                 summary_error = redact(str(e))[:600]
-                plan = self._plan(state, messages, head, groups, tools, target, keep, False, pinned)
+                plan = plan_for(None)
+        dropped = 0
+        if not plan.new_summary and opts.drop_oldest and plan.units * state.scale > opts.limit_at:
+            # Eliding could not do it and no summary was made: the oldest steps go, a note in
+            # their place (a model call-free summary).
+            drop = plan_for(_DROP)
+            if drop.new_summary:
+                plan = drop
+                dropped = sum(1 for _, end in groups if end <= plan.summary_end)
+                state.dropped_steps += dropped
+                summary = self._drop_note(state)
         if not plan.new_elided and not plan.new_summary:
             # Nothing left to compact (everything old is compacted already): look again only
-            # after the conversation has grown by a quarter of the trigger-target gap.
-            state.next_trigger = tokens_before + max(1, (opts.trigger_at - opts.target_at) // 4)
-            if summary_error is not None and run is not None:
-                self._emit(run, tokens_before, tokens_before, plan, 0, summary_error, None)
+            # after the conversation has grown by a quarter of the trigger-target gap (but
+            # never let a request above the limit pass unlooked at).
+            gap = max(1, (opts.trigger_at - opts.target_at) // 4)
+            state.next_trigger = min(tokens_before + gap, max(opts.limit_at, opts.trigger_at))
+            over = self._over_limit(state, tokens_before)
+            if (summary_error is not None or over is not None) and run is not None:
+                self._emit(run, tokens_before, tokens_before, plan, 0, 0, summary_error, None, over)
             return state.prefix_cost + (state.total - state.covered_cost) + tools
         old_end = state.summary_end if state.summary is not None else head
-        summarised = 0
+        replaced = 0
         if plan.new_summary:
-            summarised = sum(i not in pinned for i in range(old_end, plan.summary_end))
+            replaced = sum(i not in pinned for i in range(old_end, plan.summary_end))
         self._install(state, messages, head, plan, summary, pinned)
         state.summary_text = summary_text
         units = state.prefix_cost + tools
@@ -378,16 +328,53 @@ class CompactionChatClient(DelegatingChatClient):
         else:
             # Could not reach the target: wait for the same growth before the next jump.
             state.next_trigger = max(opts.trigger_at, tokens_after + gap)
-            if window is not None:
-                state.next_trigger = min(state.next_trigger, window)
+            state.next_trigger = min(state.next_trigger, max(opts.limit_at, opts.trigger_at))
         state.compactions += 1
+        over = self._over_limit(state, tokens_after)
         if run is not None:
             if summary_usage is not None:
                 run.usage = run.usage + summary_usage
+            summarised = 0 if dropped else replaced
             self._emit(
-                run, tokens_before, tokens_after, plan, summarised, summary_error, summary_usage
+                run,
+                tokens_before,
+                tokens_after,
+                plan,
+                summarised,
+                replaced if dropped else 0,
+                summary_error,
+                summary_usage,
+                over,
             )
         return units
+
+    def _drop_note(self, state: _RunState) -> ChatMessage:
+        """The message that stands for the dropped steps (after the earlier summary, if any)."""
+        note = (
+            f"[{state.dropped_steps} of the earliest steps of this conversation were removed to "
+            "keep the request within the model's context window. Call a tool again for "
+            "anything you need from them.]"
+        )
+        if state.summary_text:
+            return ChatMessage.from_text(
+                ChatRole.USER, f"{_SUMMARY_HEADER}\n{state.summary_text}\n\n{note}"
+            )
+        return ChatMessage.from_text(ChatRole.USER, note)
+
+    def _over_limit(self, state: _RunState, tokens: int) -> str | None:
+        """Why a request of ``tokens`` goes out above the limit, the first time in a row it
+        does (a warning too, once a run); None when it fits or was reported already."""
+        if tokens <= self.options.limit_at:
+            state.over_limit = False
+            return None
+        if state.over_limit:
+            return None
+        state.over_limit = True
+        reason = self.options.over_limit_reason(tokens)
+        if not state.warned:
+            state.warned = True
+            warnings.warn(f"compaction: {reason}", CompactionWarning, stacklevel=4)
+        return reason
 
     def _emit(
         self,
@@ -396,11 +383,19 @@ class CompactionChatClient(DelegatingChatClient):
         tokens_after: int,
         plan: _Plan,
         summarised: int,
+        dropped: int,
         summary_error: str | None,
         summary_usage: UsageDetails | None,
+        over_limit: str | None,
     ) -> None:
         strategy = "+".join(
-            s for s, on in (("elide", plan.new_elided), ("summary", plan.new_summary)) if on
+            s
+            for s, on in (
+                ("elide", plan.new_elided),
+                ("summary", plan.new_summary and not dropped),
+                ("drop", dropped),
+            )
+            if on
         )
         data: dict[str, Any] = {
             "tokens_before": tokens_before,
@@ -411,6 +406,10 @@ class CompactionChatClient(DelegatingChatClient):
             "trigger_tokens": self.options.trigger_at,
             "target_tokens": self.options.target_at,
         }
+        if dropped:
+            data["dropped_messages"] = dropped
+        if over_limit is not None:
+            data["over_limit"] = over_limit
         if summary_usage is not None:
             data["summary_input_tokens"] = summary_usage.input_tokens
             data["summary_output_tokens"] = summary_usage.output_tokens
@@ -427,11 +426,12 @@ class CompactionChatClient(DelegatingChatClient):
         tools: int,
         target: float,
         keep: int,
-        summarize: bool,
+        replacement: float | None,
         pinned: frozenset[int],
     ) -> _Plan:
-        """Which results to elide and how far to summarise, in estimate units (no model call)."""
-        opts = self.options
+        """Which results to elide and how far to replace the oldest steps with one message of
+        ``replacement`` units (a summary, a note for dropped steps; None: never), in estimate
+        units (no model call)."""
         costs = state.costs
         start = max(head, state.summary_end)
         movable = groups[: max(0, len(groups) - keep)]
@@ -442,7 +442,7 @@ class CompactionChatClient(DelegatingChatClient):
             if k >= 0:
                 old_saving[k] += e.saving
         current = [sum(costs[s:e]) - old_saving[k] for k, (s, e) in enumerate(groups)]
-        fixed = sum(costs[:head]) + tools + _pinned_cost(pinned, costs, head, start)
+        fixed = sum(costs[:head]) + tools + pinned_cost(pinned, costs, head, start)
         if state.summary is not None:
             fixed += self.estimator([state.summary])
         candidates = [self._eligible(messages, g, state.elided) for g in movable]
@@ -459,27 +459,32 @@ class CompactionChatClient(DelegatingChatClient):
 
         new, total = elide_from(0, fixed + sum(current))
         plain = _Plan({**state.elided, **new}, len(new), state.summary_end, False, total)
-        if total <= target or not summarize or not movable:
+        if total <= target or replacement is None or not movable:
             return plain
-        # Summarise the fewest oldest steps that, with the rest elided as far as allowed,
-        # reach the target; then elide only as much as still needed.
-        summary_units = opts.summary_max_tokens / state.scale + MESSAGE_OVERHEAD + 30
+        # Replace the fewest oldest steps that, with the rest elided as far as allowed, reach
+        # the target; then elide only as much as still needed.
+        summary_units = self._drop_units(state) if replacement == _DROP else replacement
         most = [current[k] - sum(e.saving for _, e in candidates[k]) for k in range(len(movable))]
         rest = sum(current[len(movable) :])
-        base = sum(costs[:head]) + tools + _pinned_cost(pinned, costs, head, start)
+        base = sum(costs[:head]) + tools + pinned_cost(pinned, costs, head, start)
         n = len(movable)
         tail = sum(most)
         for count in range(1, len(movable) + 1):
             tail -= most[count - 1]
-            verbatim = _pinned_cost(pinned, costs, start, movable[count - 1][1])
+            verbatim = pinned_cost(pinned, costs, start, movable[count - 1][1])
             if base + verbatim + summary_units + tail + rest <= target:
                 n = count
                 break
         end = movable[n - 1][1]
-        with_summary = base + _pinned_cost(pinned, costs, start, end) + summary_units
+        with_summary = base + pinned_cost(pinned, costs, start, end) + summary_units
         new, total = elide_from(n, with_summary + sum(current[n:]))
         kept = {k: e for k, e in state.elided.items() if k[0] >= end}
         return _Plan({**kept, **new}, len(new), end, True, total)
+
+    def _drop_units(self, state: _RunState) -> float:
+        """What the note for dropped steps costs at most (an upper bound of its count)."""
+        probe = _RunState(dropped_steps=10**6, summary_text=state.summary_text)
+        return float(self.estimator([self._drop_note(probe)]))
 
     def _eligible(
         self,
@@ -548,11 +553,7 @@ class CompactionChatClient(DelegatingChatClient):
             raise ProviderError(
                 "the summariser answered with no text", retryable=False, provider="compaction"
             )
-        message = ChatMessage.from_text(
-            ChatRole.USER,
-            "Summary of the earlier conversation (condensed to save space; the task above and "
-            f"the latest steps are verbatim):\n{text}",
-        )
+        message = ChatMessage.from_text(ChatRole.USER, f"{_SUMMARY_HEADER}\n{text}")
         return message, text, response.usage
 
     def _install(
@@ -594,23 +595,22 @@ class CompactionChatClient(DelegatingChatClient):
         return f"CompactionChatClient({self.inner!r}, trigger_tokens={self.options.trigger_at})"
 
 
+def _check_below_the_loop(inner: ChatClient) -> None:
+    """Compaction above the function-invocation loop would see only the first request of each
+    run (the loop makes the others below it): refuse that order."""
+    from loopkit.middleware.function_invocation import FunctionInvokingChatClient
+
+    client: object = inner
+    while client is not None:
+        if isinstance(client, FunctionInvokingChatClient):
+            raise ValueError(
+                "CompactionChatClient wraps a function-invocation loop, so it would see only "
+                "the first request of each run: put it below the loop (in a builder, "
+                "use_compaction() after use_function_invocation(); with an Agent, in its model "
+                "or middleware)"
+            )
+        client = getattr(client, "inner", None)
+
+
 def _tool_message(result: FunctionResultContent) -> ChatMessage:
     return ChatMessage(role=ChatRole.TOOL, contents=[result])
-
-
-def _pinned(messages: Sequence[ChatMessage], head: int) -> frozenset[int]:
-    """The messages after the head that stay verbatim even in a summarised range (placed before
-    the summary): system messages, and the latest user message (the current request of a
-    continued session)."""
-    pinned = {i for i in range(head, len(messages)) if messages[i].role == ChatRole.SYSTEM}
-    last_user = next(
-        (i for i in range(len(messages) - 1, head - 1, -1) if messages[i].role == ChatRole.USER),
-        None,
-    )
-    if last_user is not None:
-        pinned.add(last_user)
-    return frozenset(pinned)
-
-
-def _pinned_cost(pinned: frozenset[int], costs: list[int], start: int, end: int) -> int:
-    return sum(costs[i] for i in pinned if start <= i < end)

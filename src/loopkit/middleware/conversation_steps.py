@@ -22,7 +22,16 @@ from loopkit.abstractions.content import (
     TextContent,
 )
 
-__all__ = ["describe_call", "elide", "head_end", "result_stub", "steps", "transcript"]
+__all__ = [
+    "describe_call",
+    "elide",
+    "head_end",
+    "pinned_cost",
+    "pinned_messages",
+    "result_stub",
+    "steps",
+    "transcript",
+]
 
 
 def _json(value: Any) -> str:
@@ -124,3 +133,21 @@ def transcript(previous: str | None, messages: Sequence[ChatMessage], result_cha
         if parts:
             lines.append(f"{m.role.value}: " + "\n".join(parts))
     return "\n\n".join(lines)
+
+
+def pinned_messages(messages: Sequence[ChatMessage], head: int) -> frozenset[int]:
+    """The messages after the head that stay verbatim even in a summarised range (placed before
+    the summary): system messages, and the latest user message (the current request of a
+    continued session)."""
+    pinned = {i for i in range(head, len(messages)) if messages[i].role == ChatRole.SYSTEM}
+    last_user = next(
+        (i for i in range(len(messages) - 1, head - 1, -1) if messages[i].role == ChatRole.USER),
+        None,
+    )
+    if last_user is not None:
+        pinned.add(last_user)
+    return frozenset(pinned)
+
+
+def pinned_cost(pinned: frozenset[int], costs: list[int], start: int, end: int) -> int:
+    return sum(costs[i] for i in pinned if start <= i < end)

@@ -73,7 +73,8 @@ def _reason(error: ProviderError) -> str:
 
 @dataclass(slots=True)
 class _RunState:
-    start: int = 0  # the client the run's requests start with
+    start: int = 0  # the client the run's requests start with (sticky)
+    answered: int = 0  # the client that answered the run's latest request
 
 
 class FallbackChatClient(DelegatingChatClient):
@@ -126,9 +127,21 @@ class FallbackChatClient(DelegatingChatClient):
         self.sticky = sticky
 
     def _state(self, run: RunContext | None) -> _RunState:
-        if run is None or not self.sticky:
+        if run is None:
             return _RunState()
         return run.state_for(self, _RunState)
+
+    def _first(self, state: _RunState) -> int:
+        return state.start if self.sticky else 0
+
+    def answered_by(self) -> ChatClient | None:
+        """The fallback client that answered the current run's latest request, or None when
+        the primary did (or outside a run). Tracing names a request's span after it."""
+        run = current_run()
+        if run is None or not run.has_state(self):
+            return None
+        state: _RunState = run.state_for(self, _RunState)
+        return self.clients[state.answered] if state.answered else None
 
     def _options(self, index: int, options: ChatOptions | None) -> ChatOptions | None:
         if index == 0 or options is None or options.model_id is None:
@@ -163,7 +176,7 @@ class FallbackChatClient(DelegatingChatClient):
         run = current_run()
         state = self._state(run)
         failures: list[ProviderError] = []
-        for index in range(state.start, len(self.clients)):
+        for index in range(self._first(state), len(self.clients)):
             try:
                 response = await self.clients[index].get_response(
                     messages, self._options(index, options)
@@ -171,7 +184,7 @@ class FallbackChatClient(DelegatingChatClient):
             except ProviderError as e:
                 self._switch(run, index, e, failures)
                 continue
-            state.start = index
+            state.start = state.answered = index
             if response.model_id is None:
                 response = response.model_copy(update={"model_id": self.names[index]})
             return response
@@ -185,7 +198,7 @@ class FallbackChatClient(DelegatingChatClient):
         run = current_run()
         state = self._state(run)
         failures: list[ProviderError] = []
-        for index in range(state.start, len(self.clients)):
+        for index in range(self._first(state), len(self.clients)):
             yielded = False
             stream = self.clients[index].get_streaming_response(
                 messages, self._options(index, options)
@@ -194,7 +207,7 @@ class FallbackChatClient(DelegatingChatClient):
                 async for update in stream:
                     if not yielded:
                         yielded = True
-                        state.start = index
+                        state.start = state.answered = index
                     if update.model_id is None:
                         update = update.model_copy(update={"model_id": self.names[index]})
                     yield update
@@ -203,7 +216,7 @@ class FallbackChatClient(DelegatingChatClient):
                     raise
                 self._switch(run, index, e, failures)
                 continue
-            state.start = index
+            state.start = state.answered = index
             return
 
     def __repr__(self) -> str:

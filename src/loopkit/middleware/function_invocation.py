@@ -20,15 +20,20 @@ nothing until it runs one.
 from __future__ import annotations
 
 import inspect
-import json
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, TypeAlias, cast, runtime_checkable
 
+from loopkit._checks import check_count, check_tool_names, tool_name_set
 from loopkit.abstractions.tools import ToolError
 from loopkit.errors import MaxConsecutiveErrorsError, describe_error
 from loopkit.middleware.delegating import DelegatingChatClient
+
+# (cut_result and tool_result_to_text were defined here first: still importable from here)
+from loopkit.middleware.tool_results import cut_result as cut_result
+from loopkit.middleware.tool_results import failure_text
+from loopkit.middleware.tool_results import tool_result_to_text as tool_result_to_text
 from loopkit.run_context import RunContext, closing, current_run, run_scope, stream_in_run
 
 if TYPE_CHECKING:
@@ -37,6 +42,8 @@ if TYPE_CHECKING:
         ChatOptions,
         ChatResponse,
         ChatResponseUpdate,
+        FinishReason,
+        UpdateFold,
     )
     from loopkit.abstractions.content import (
         ChatMessage,
@@ -69,8 +76,9 @@ class FunctionInvocationOptions:
     #: Rounds in a row in which a tool raised; one more and the run ends with
     #: :class:`~loopkit.errors.MaxConsecutiveErrorsError` (the last exception as its cause).
     max_consecutive_errors: int = 3
-    #: Send an exception's message to the model (else only "Error: the function failed.").
-    #: :class:`ToolError` messages are always sent: they are written for the model.
+    #: Send an exception's message to the model (else only which tool failed and the
+    #: exception's type: ``Error: read_file failed with OSError.``). :class:`ToolError`
+    #: messages are always sent: they are written for the model.
     include_detailed_errors: bool = False
     #: On a call to an unknown tool: False answers the model with an error result; True stops the
     #: loop and returns the response with the unanswered call (the caller decides).
@@ -88,15 +96,15 @@ class FunctionInvocationOptions:
     approver: Approver | None = None
 
     def __post_init__(self) -> None:
-        if self.max_rounds < 1:
-            raise ValueError(f"max_rounds must be >= 1, got {self.max_rounds}")
-        if self.max_consecutive_errors < 0:
-            raise ValueError(
-                f"max_consecutive_errors must be >= 0, got {self.max_consecutive_errors}"
+        check_count("max_rounds", self.max_rounds, 1)
+        check_count("max_consecutive_errors", self.max_consecutive_errors, 0)
+        check_count("max_result_chars", self.max_result_chars, 100, optional=True)
+        self.approval_required = tool_name_set("approval_required", self.approval_required)
+        if self.approver is not None and not callable(self.approver):
+            raise TypeError(
+                "approver must be a function (call) -> bool (or an async one); got "
+                f"{type(self.approver).__name__}"
             )
-        if self.max_result_chars is not None and self.max_result_chars < 100:
-            raise ValueError(f"max_result_chars must be >= 100, got {self.max_result_chars}")
-        self.approval_required = frozenset(self.approval_required)
         if self.approval_required and self.approver is None:
             raise ValueError(
                 "approval_required names tools but no approver is set: pass approver=, a "
@@ -127,34 +135,6 @@ class ToolInvocationListener(Protocol):
     def on_tool_invoked(self, invocation: ToolInvocation) -> None:
         """Called after each tool call the loop made (in the run's task)."""
         ...
-
-
-def tool_result_to_text(value: Any) -> str:
-    """Plain text for a tool's return value: strings as they are, data as compact JSON."""
-    if isinstance(value, str):
-        return value
-    if value is None:
-        return ""
-    if isinstance(value, bytes | bytearray):
-        return f"(binary result, {len(value)} bytes, not shown)"
-    if isinstance(value, dict | list | tuple | int | float | bool):
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
-    from pydantic import BaseModel  # loaded already: a run's messages are pydantic models
-
-    if isinstance(value, BaseModel):
-        return value.model_dump_json()
-    return str(value)
-
-
-def cut_result(text: str, max_chars: int | None) -> str:
-    """``text`` cut to ``max_chars`` with a note that says how much was left out and what to do."""
-    if max_chars is None or len(text) <= max_chars:
-        return text
-    return (
-        text[:max_chars]
-        + f"\n[cut: the result has {len(text)} characters, only the first {max_chars} are shown."
-        " Ask for less, for example one folder, one window or one element.]"
-    )
 
 
 def _usage_between(before: UsageDetails, after: UsageDetails) -> UsageDetails:
@@ -234,6 +214,8 @@ class FunctionInvokingChatClient(DelegatingChatClient):
         conversation = list(messages)
         added: list[ChatMessage] = []
         tools = {t.name: t for t in options.tools} if options else {}
+        if opts.approval_required and tools:
+            _check_approvals(opts, tools)
         usage_before = run.usage
         reported = False
         rounds = error_rounds = 0
@@ -403,10 +385,7 @@ class FunctionInvokingChatClient(DelegatingChatClient):
                 if getattr(e, "terminates_run", False):
                     raise  # e.g. a dead MCP server: retrying through the model cannot help
                 error, exception = True, e
-                if self.options.include_detailed_errors:
-                    text = f"Error: the function failed. {type(e).__name__}: {e}"
-                else:
-                    text = "Error: the function failed."
+                text = failure_text(call.name, e, self.options.include_detailed_errors)
         text = cut_result(text, self.options.max_result_chars)
         ms = (time.perf_counter() - started) * 1000.0
         if self.listeners:
@@ -431,7 +410,7 @@ class FunctionInvokingChatClient(DelegatingChatClient):
         return bool(decision)
 
     # -- streaming -------------------------------------------------------------------------------
-    async def get_streaming_response(
+    def get_streaming_response(
         self, messages: Sequence[ChatMessage], options: ChatOptions | None = None
     ) -> AsyncIterator[ChatResponseUpdate]:
         """Streams each round's updates, then the round's tool results as one update with role
@@ -439,22 +418,44 @@ class FunctionInvokingChatClient(DelegatingChatClient):
         before the next round's text. Every update carries the ``message_id`` of the message it
         belongs to, so :func:`~loopkit.abstractions.chat.response_from_updates` gives back the
         same messages as :meth:`get_response`."""
+        # Without a collector the stream holds updates only (see _stream).
+        return cast("AsyncIterator[ChatResponseUpdate]", self._open_stream(messages, options, None))
+
+    def stream_collecting(
+        self,
+        messages: Sequence[ChatMessage],
+        options: ChatOptions | None,
+        collected: StreamedMessages,
+    ) -> AsyncIterator[ChatResponseUpdate | ChatMessage]:
+        """:meth:`get_streaming_response` for a caller that needs the messages too (an agent's
+        streamed run): the loop appends each round's messages to ``collected`` as it makes
+        them, so the caller does not fold the updates a second time, and hands over each
+        round's tool message itself in place of the tool update (one object less a round)."""
+        return self._open_stream(messages, options, collected)
+
+    def _open_stream(
+        self,
+        messages: Sequence[ChatMessage],
+        options: ChatOptions | None,
+        collected: StreamedMessages | None,
+    ) -> AsyncIterator[ChatResponseUpdate | ChatMessage]:
         run = current_run()
         if run is not None and run.claim(self):
-            stream = self._stream(run, messages, options)
-        else:
-            run = self._own_run(run)
-            stream = stream_in_run(run, self._stream_own_run(run, messages, options))
-        async with closing(stream):
-            async for update in stream:
-                yield update
+            # The caller's run: its stream is this loop's own generator (no layer between).
+            return self._stream(run, messages, options, collected)
+        run = self._own_run(run)
+        return stream_in_run(run, self._stream_own_run(run, messages, options, collected))
 
     async def _stream_own_run(
-        self, run: RunContext, messages: Sequence[ChatMessage], options: ChatOptions | None
-    ) -> AsyncIterator[ChatResponseUpdate]:
+        self,
+        run: RunContext,
+        messages: Sequence[ChatMessage],
+        options: ChatOptions | None,
+        collected: StreamedMessages | None,
+    ) -> AsyncIterator[ChatResponseUpdate | ChatMessage]:
         run.start_middleware(self)
         try:
-            async with closing(self._stream(run, messages, options)) as stream:
+            async with closing(self._stream(run, messages, options, collected)) as stream:
                 async for update in stream:
                     yield update
         except GeneratorExit:
@@ -466,17 +467,21 @@ class FunctionInvokingChatClient(DelegatingChatClient):
         run.emit("run_end", status="ok", error=None)
 
     async def _stream(
-        self, run: RunContext, messages: Sequence[ChatMessage], options: ChatOptions | None
-    ) -> AsyncIterator[ChatResponseUpdate]:
-        from loopkit.abstractions.chat import ChatResponseUpdate, ToolMode, response_from_updates
-        from loopkit.abstractions.content import (
-            ChatRole,
-            FunctionCallContent,
-        )
+        self,
+        run: RunContext,
+        messages: Sequence[ChatMessage],
+        options: ChatOptions | None,
+        collected: StreamedMessages | None,
+    ) -> AsyncIterator[ChatResponseUpdate | ChatMessage]:
+        from loopkit.abstractions.chat import ChatResponseUpdate, ToolMode, UpdateFold
+        from loopkit.abstractions.content import ChatRole, FunctionCallContent
+        from loopkit.abstractions.trusted import trusted
 
         opts = self.options
         conversation = list(messages)
         tools = {t.name: t for t in options.tools} if options else {}
+        if opts.approval_required and tools:
+            _check_approvals(opts, tools)
         error_rounds = 0
         while True:
             final = run.rounds >= opts.max_rounds
@@ -484,13 +489,12 @@ class FunctionInvokingChatClient(DelegatingChatClient):
                 return
             run.rounds += 1
             round_no = run.rounds
-            message_id = f"{run.run_id}-{round_no}"
             round_options = (
                 options.copy(tool_mode=ToolMode.none()) if final and options else options
             )
             updates: list[ChatResponseUpdate] = []
             inner = self.inner.get_streaming_response(conversation, round_options)
-            async with closing(inner):
+            try:
                 async for update in inner:
                     if final and any(isinstance(c, FunctionCallContent) for c in update.contents):
                         # Calls in the final answer cannot be answered; never hand them over.
@@ -498,16 +502,25 @@ class FunctionInvokingChatClient(DelegatingChatClient):
                             c for c in update.contents if not isinstance(c, FunctionCallContent)
                         ]
                         update = update.model_copy(update={"contents": kept})
-                    if update.message_id is None:
-                        update.message_id = message_id
+                    if collected is None and update.message_id is None:
+                        update.message_id = f"{run.run_id}-{round_no}"  # for the caller's fold
                     updates.append(update)
                     yield update
-            response = response_from_updates(updates)
-            if response.usage is not None:
-                run.usage = run.usage + response.usage
-            new = response.messages
+            except BaseException:
+                # Left early (an error, the consumer closed us): close the model's stream too;
+                # ``async for`` alone would leave it suspended. A finished one needs nothing.
+                aclose = getattr(inner, "aclose", None)
+                if aclose is not None:
+                    await aclose()
+                raise
+            fold = UpdateFold(updates)
+            if fold.usage is not None:
+                run.usage = run.usage + fold.usage
+            new = fold.messages
             conversation.extend(new)
-            calls = response.function_calls
+            if collected is not None:
+                collected.add(new, fold)
+            calls = [c for m in new for c in m.contents if type(c) is FunctionCallContent]
             if final or not calls or not tools:
                 if not calls:
                     await run.messages_added(new)
@@ -521,11 +534,43 @@ class FunctionInvokingChatClient(DelegatingChatClient):
             conversation.append(tool_message)
             # Stored before it is handed over: a consumer that stops here leaves whole steps.
             await run.messages_added([*new, tool_message])
-            yield ChatResponseUpdate(
-                role=ChatRole.TOOL,
-                contents=list(tool_message.contents),
-                message_id=f"{message_id}-tool",
+            if collected is not None:
+                collected.messages.append(tool_message)
+                yield tool_message
+                continue
+            yield trusted(  # made here of validated results: no need to validate again
+                ChatResponseUpdate,
+                {
+                    "role": ChatRole.TOOL,
+                    "contents": list(tool_message.contents),
+                    "finish_reason": None,
+                    "model_id": None,
+                    "response_id": None,
+                    "message_id": f"{run.run_id}-{round_no}-tool",
+                },
             )
+
+
+class StreamedMessages:
+    """What a streamed request of the loop added (see
+    :meth:`FunctionInvokingChatClient.stream_collecting`): its messages, as
+    :meth:`~FunctionInvokingChatClient.get_response` returns them, and how its last round
+    ended."""
+
+    __slots__ = ("finish_reason", "messages", "model_id", "response_id")
+
+    def __init__(self) -> None:
+        self.messages: list[ChatMessage] = []
+        self.finish_reason: FinishReason | None = None
+        self.model_id: str | None = None
+        self.response_id: str | None = None
+
+    def add(self, messages: list[ChatMessage], fold: UpdateFold) -> None:
+        """A round's messages and how it ended."""
+        self.messages.extend(messages)
+        self.finish_reason = fold.finish_reason
+        self.model_id = fold.model_id
+        self.response_id = fold.response_id
 
 
 def _tool_message(calls: list[FunctionCallContent], results: list[_Outcome]) -> ChatMessage:
@@ -537,6 +582,11 @@ def _tool_message(calls: list[FunctionCallContent], results: list[_Outcome]) -> 
         for c, (text, error, _) in zip(calls, results, strict=True)
     ]
     return ChatMessage(role=ChatRole.TOOL, contents=answers)
+
+
+def _check_approvals(options: FunctionInvocationOptions, tools: dict[str, Tool]) -> None:
+    if not all(name in tools for name in options.approval_required):
+        check_tool_names("approval_required", options.approval_required, tools)
 
 
 def _is_async_callable(fn: object) -> bool:

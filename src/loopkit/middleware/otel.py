@@ -13,7 +13,9 @@ Span names and attributes follow the OpenTelemetry semantic conventions for gene
 - ``chat {model}`` per model request (``gen_ai.request.model``, ``gen_ai.usage.*``,
   ``gen_ai.response.finish_reasons``, ``gen_ai.response.model``). The model is the request's
   ``ChatOptions.model_id``, else the one the innermost client reports (``LiteLLMChatClient.model``),
-  else the one the response names.
+  else the one the response names; when a fallback client answered (a
+  :class:`~loopkit.middleware.fallback.FallbackChatClient` below whose primary failed), that
+  client's model.
 - ``execute_tool {name}`` per tool call (when this client sits below the function-invocation loop),
   nested under the chat span of the round that asked for it.
 
@@ -79,6 +81,24 @@ def innermost_model(client: object) -> str | None:
                 break
         current = getattr(current, "inner", None)
     return found
+
+
+def fallback_model(client: object) -> str | None:
+    """The model of the fallback client that answered the current run's latest request through
+    the chain below ``client`` (a :class:`~loopkit.middleware.fallback.FallbackChatClient`
+    whose primary failed), or None when the primary answered or there is no fallback."""
+    seen: set[int] = set()
+    current: object | None = client
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        answered_by = getattr(current, "answered_by", None)
+        if callable(answered_by):
+            answering = answered_by()
+            if answering is None:
+                return None
+            return fallback_model(answering) or innermost_model(answering)
+        current = getattr(current, "inner", None)
+    return None
 
 
 def _attribute_value(value: Any) -> Any:
@@ -276,6 +296,12 @@ class OpenTelemetryChatClient(DelegatingChatClient):
             yield span
 
     def _finish(self, span: Span, response: ChatResponse, request_model: str | None) -> None:
+        backup = fallback_model(self.inner)
+        if backup is not None:
+            # A fallback answered: the span is named after the model that did the work.
+            span.update_name(f"chat {backup}")
+            span.set_attribute("gen_ai.request.model", backup)
+            request_model = backup
         if response.usage is not None:
             span.set_attribute("gen_ai.usage.input_tokens", response.usage.input_tokens)
             span.set_attribute("gen_ai.usage.output_tokens", response.usage.output_tokens)

@@ -18,6 +18,7 @@ import asyncio
 import email.utils
 import json
 import os
+import re
 import time
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
@@ -225,6 +226,10 @@ def _error_body_type(response: Any) -> str | None:
     return kind if isinstance(kind, str) else None
 
 
+#: What a client library says when it was given no API key at all.
+_MISSING_KEY = re.compile(r"missing credentials|api_key client option must be set", re.IGNORECASE)
+
+
 def classify(
     error: BaseException,
     *,
@@ -312,6 +317,9 @@ def classify(
         )
     ):
         status = 529  # litellm reports Anthropic's 529 as 500
+    if status is None and _MISSING_KEY.search(detail):
+        # The OpenAI SDK refuses to send without a key; litellm wraps that as a server error.
+        return make(f"{where} has no API key (not retryable): {detail}", False, None)
     if status is None:
         return make(f"{where} failed unexpectedly ({type(error).__name__}): {detail}", False, None)
 

@@ -28,6 +28,7 @@ from loopkit.abstractions.content import (
     UsageContent,
     UsageDetails,
 )
+from loopkit.abstractions.trusted import trusted
 from loopkit.errors import ScriptDivergedError, describe_validation_error
 from loopkit.providers.history_cache import CachedHistory, HistoryCache
 
@@ -360,6 +361,18 @@ class FunctionChatClient:
     ) -> AsyncIterator[ChatResponseUpdate]:
         response = await self.get_response(messages, options)
         for m in response.messages:
-            yield ChatResponseUpdate(role=m.role, contents=list(m.contents))
+            # The message was validated already: its update needs no second validation.
+            yield trusted(ChatResponseUpdate, _update_values(m.role, list(m.contents)))
         if response.usage:
             yield ChatResponseUpdate(contents=[UsageContent(usage=response.usage)])
+
+
+def _update_values(role: ChatRole, contents: list[Any]) -> dict[str, Any]:
+    return {
+        "role": role,
+        "contents": contents,
+        "finish_reason": None,
+        "model_id": None,
+        "response_id": None,
+        "message_id": None,
+    }

@@ -13,7 +13,7 @@ never starts with a result whose call was cut off.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, Self, runtime_checkable
 
 from loopkit.abstractions.content import (
     ChatMessage,
@@ -38,7 +38,14 @@ class IncompleteStepError(ValueError):
 @runtime_checkable
 class Session(Protocol):
     """A stored conversation. Implementations: :class:`~loopkit.sessions.InMemorySession`,
-    :class:`~loopkit.sessions.SQLiteSession`, :class:`~loopkit.sessions.SQLAlchemySession`."""
+    :class:`~loopkit.sessions.SQLiteSession`, :class:`~loopkit.sessions.SQLAlchemySession`.
+
+    A session holds resources (a connection, a worker thread, an engine): a long-lived program
+    closes each one it opened, with ``await session.close()`` or ``async with``::
+
+        async with SQLiteSession("chats.db", "user-42") as session:
+            await agent.run("Hello", session=session)
+    """
 
     @property
     def session_id(self) -> str:
@@ -72,6 +79,21 @@ class Session(Protocol):
     async def set_metadata(self, values: Mapping[str, Any]) -> None:
         """Merge ``values`` (JSON-serialisable) into the metadata; a ``None`` value removes a
         key."""
+        ...
+
+    async def close(self) -> None:
+        """Release what the store holds (a connection, a thread, an engine it created) after
+        the calls already made; later calls raise
+        :class:`~loopkit.sessions.SessionStoreError`. Closing twice is harmless. The stored
+        conversation stays stored: close ends this object's use of it."""
+        ...
+
+    async def __aenter__(self) -> Self:
+        """``async with SQLiteSession(...) as session:`` closes it when the block ends."""
+        ...
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        """Close the session (see :meth:`close`)."""
         ...
 
 
