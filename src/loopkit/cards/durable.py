@@ -224,7 +224,12 @@ class DurableCardRunner(CardRunner):
         run = logs[0].run if logs else None
         with run_scope(run) if run is not None else nullcontext():
             ended = await finish_card_run(
-                card, result, self.log, write_state=write_state, **self.result_details(answer)
+                card,
+                result,
+                self.log,
+                write_state=write_state,
+                done_state=self.done_state,
+                **self.result_details(answer),
             )
         ended_card = card
         if card.path is not None:
@@ -236,19 +241,27 @@ class DurableCardRunner(CardRunner):
             run=answer,
             run_id=run.run_id if run is not None else None,
             totals=ended["totals"],
+            verification=self.verification,
         )
 
 
 async def finish_card_run(
-    card: Card, result: RunResult, log: RunLog, *, write_state: bool = True, **details: Any
+    card: Card,
+    result: RunResult,
+    log: RunLog,
+    *,
+    write_state: bool = True,
+    done_state: CardState = CardState.DONE,
+    **details: Any,
 ) -> dict[str, Any]:
     """The end of a durable card run, as a checkpoint (once, ever): the card's new state,
     written into the file as it is now (an edit made while the run was interrupted stays), and
     the ``result`` line; returns ``{"card_state", "totals"}``. Call it in the run's scope so the
-    line belongs to the run."""
+    line belongs to the run. ``done_state``: the card's state after a success (Done; In Test
+    when a test run follows)."""
 
     def finish() -> dict[str, Any]:
-        state = CardState.DONE if result.done else CardState.FAILED
+        state = done_state if result.done else CardState.FAILED
         if write_state and card.path is not None:
             try:
                 Card.load(card.path).save_state(state)
