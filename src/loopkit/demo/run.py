@@ -225,6 +225,11 @@ def tools_config(
         "read_folders": reads,
         "write_folders": writes or [app_folder],
         "app_output_file": run_dir / "app-output.log",
+        # git_commit refuses code changed since the last successful build (kept in the run's
+        # folder, so a resumed durable run knows it too).
+        "commit_requires_build": True,
+        "build_inputs": [app_folder],
+        "build_state_file": run_dir / "build-state.json",
         **_window_readiness(config),
         **config.tools,
     }
