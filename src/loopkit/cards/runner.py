@@ -246,6 +246,8 @@ class CardRunner:
         """Open the tool sources, make the agent and run it on ``card``. The run's log goes into
         ``logs`` as soon as the agent exists, so a caller's error handling can still name the
         run when the agent run raises."""
+        if self.verification is not None:
+            self.verification.for_card(card)
         async with AsyncExitStack() as stack:
             tools: list[Tool] = []
             for source in self.sources:

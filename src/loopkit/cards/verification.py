@@ -24,6 +24,7 @@ from pydantic import BaseModel, Field
 
 from loopkit.abstractions.chat import ChatClient
 from loopkit.abstractions.tools import Tool
+from loopkit.cards.card import Card
 from loopkit.cards.criteria import Criterion
 from loopkit.cards.evidence import Assessment, EvidenceLedger, EvidencePolicy, ToolRecord
 
@@ -73,12 +74,14 @@ class Verification:
 
     def __init__(
         self,
-        criteria: Sequence[Criterion],
+        criteria: Sequence[Criterion] | None = None,
         *,
         policy: EvidencePolicy | None = None,
         replayer: Replayer | None = None,
     ) -> None:
-        self.ledger = EvidenceLedger(criteria, policy)
+        #: None: the criteria of the card the runner runs (:meth:`for_card`).
+        self._given = criteria is not None
+        self.ledger = EvidenceLedger(criteria or (), policy)
         self.replayer = replayer
         #: Whether the runner answered an unverified RESULT: done already (it does so once).
         self.feedback_given = False
@@ -91,6 +94,11 @@ class Verification:
     @property
     def criteria(self) -> list[Criterion]:
         return self.ledger.criteria
+
+    def for_card(self, card: Card) -> None:
+        """Check ``card``'s criteria (unless criteria were given): the runner calls this."""
+        if not self._given:
+            self.ledger.criteria = list(card.criteria)
 
     @property
     def tools(self) -> list[Tool]:
@@ -131,6 +139,9 @@ class Verification:
         parts = []
         if self.replayed is not None:
             parts.append(self.replayed.line())
+            live = [c for c in by["verified"] if c not in self.replayed.criteria]
+            if live and self.replayed.passed:
+                parts.append(f"checked live only (nothing to replay): {', '.join(live)}")
         elif by["verified"]:
             parts.append(f"evidence checked: {', '.join(by['verified'])} (no replay)")
         if by["missing"]:
