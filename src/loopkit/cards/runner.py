@@ -183,12 +183,15 @@ class CardRunner:
 
     def run_metadata(self, card: Card) -> dict[str, Any]:
         """What the run log's ``start`` line records about the run."""
-        return {
+        data = {
             "card": card.title,
             "limits": self.limits.as_dict(),
             **self.metadata,
             "rules_offered": self.offered_rules,
         }
+        if self.message:  # what came with the card (a tester's defects in a pipeline)
+            data["message"] = self.message
+        return data
 
     def result_details(self, answer: AgentRunResult[str] | None) -> dict[str, Any]:
         """What the ``result`` line records beside the RESULT: the rules the answer cites, and

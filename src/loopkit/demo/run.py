@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import importlib
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
@@ -19,7 +20,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from loopkit.abstractions.chat import ChatClient
-from loopkit.cards import Card, CardState, ConfigError, RunnerConfig
+from loopkit.cards import Card, CardState, ConfigError, RunnerConfig, RunResult
 from loopkit.cards.roles import Role
 
 # Where callers look for them (the settings' checks and the model have modules of their own).
@@ -315,6 +316,17 @@ def _set_up(
     return model, scratch, local_tools(config, scratch, role)
 
 
+@dataclass(slots=True)
+class DemoOutcome:
+    """How one demo run ended: its exit status, its result (None: it never ran), the
+    repository it worked in, and for a test run the tester's tools (its record, its report)."""
+
+    status: int
+    result: RunResult | None = None
+    repo: Path | None = None
+    tester: Any = None
+
+
 async def run_demo(
     config: RunnerConfig,
     card: Card,
@@ -328,8 +340,24 @@ async def run_demo(
     before): first line, live line, summary; returns the exit status. ``repo``: continue in the
     repository of an earlier run instead of a new copy of the app; ``message``: comes with the
     card (one that starts with "remember" adds a feedback rule of the role's scope)."""
+    ran = await run_card(config, card, console, role=role, repo=repo, message=message)
+    return ran.status
+
+
+async def run_card(
+    config: RunnerConfig,
+    card: Card,
+    console: Console,
+    *,
+    role: Role | None = None,
+    repo: Path | None = None,
+    message: str | None = None,
+    done_state: CardState = CardState.DONE,
+) -> DemoOutcome:
+    """:func:`run_demo`, saying how the run ended (:class:`DemoOutcome`); ``done_state``: the
+    card's state after a success (In Test when a test run follows: the pipeline)."""
     role = role or find_role(config, DEFAULT_ROLE)
-    from loopkit.cards import CardRunOutcome, RunResult
+    from loopkit.cards import CardRunOutcome
     from loopkit.middleware.run_log import RunLog
     from loopkit.middleware.transcript_recorder import TranscriptRecorder
 
@@ -341,14 +369,16 @@ async def run_demo(
         from loopkit.providers.litellm import start_background_import
 
         start_background_import()  # litellm takes seconds to import; overlap it with set-up
-    if card.state is not CardState.NEW:
+    tested = card.state is CardState.IN_TEST and role.front_matter.card_state == "In Test"
+    if card.state is not CardState.NEW and not tested:  # a tester runs on a card In Test
         console.print(
             f"[yellow]note:[/yellow] the card is in state {card.state.value}; running it again"
         )
     if config.durable:
         from loopkit.demo.durable import run_durable_demo
 
-        return await run_durable_demo(config, card, console, role=role, repo=repo, message=message)
+        durable = run_durable_demo(config, card, console, role=role, repo=repo, message=message)
+        return DemoOutcome(await durable)
     from loopkit.cards.early_source import EarlyToolSource
     from loopkit.cards.runner import MCPToolSource
 
@@ -381,7 +411,7 @@ async def run_demo(
         if ui is not None:
             await ui.aclose()
         console.print(f"[red]error:[/red] {escape(str(e))}")
-        return 2
+        return DemoOutcome(2)
     except BaseException:
         if ui is not None:
             await ui.aclose()
@@ -392,7 +422,7 @@ async def run_demo(
             played = transcript_for(config, card_path, role.name) if config.scripted else None
             runner = card_runner(
                 config, model, tools, scratch, log, role=role, memory=memory, message=message,
-                tester=tester, ui=ui, transcript=played, title=card.title,
+                tester=tester, ui=ui, transcript=played, title=card.title, done_state=done_state,
             )  # fmt: skip
             progress = LiveProgress(console, config.max_rounds)
             log.subscribe(progress.on_event)
@@ -443,6 +473,5 @@ async def run_demo(
     report = getattr(tester, "report_path", None)
     if report is not None:
         console.print(f"[bold]Test report:[/bold] {escape(str(report))}")
-    if interrupted:
-        return 130
-    return 0 if result.done else 1
+    status = 130 if interrupted else 0 if result.done else 1
+    return DemoOutcome(status, result, scratch.repo, tester)
