@@ -16,6 +16,9 @@ With the scripted model each run plays a transcript: the developer's first run t
 from __future__ import annotations
 
 import contextlib
+import json
+import logging
+import uuid
 from collections.abc import Collection
 from pathlib import Path
 from typing import Any
@@ -24,13 +27,24 @@ from rich.console import Console
 from rich.markup import escape
 
 from loopkit.cards import Card, CardState, RunnerConfig, RunResult
-from loopkit.cards.roles import Role
+from loopkit.cards.durable import CardRunRequest
+from loopkit.cards.roles import Role, RoleError
 from loopkit.demo.model import bundled_transcripts
-from loopkit.demo.role_tools import DEFAULT_ROLE, with_role_limits
+from loopkit.demo.role_tools import DEFAULT_ROLE, find_role, with_role_limits
 from loopkit.demo.run import run_card
 from loopkit.errors import CardError
 
-__all__ = ["DEFAULT_ROUND_TRIPS", "defects_message", "pipeline_transcript", "run_pipeline"]
+__all__ = [
+    "DEFAULT_ROUND_TRIPS",
+    "defects_message",
+    "next_request",
+    "next_run_id",
+    "pipeline_transcript",
+    "run_pipeline",
+    "tester_record",
+]
+
+log = logging.getLogger(__name__)
 
 #: How many times the tester's defects go back to the developer before the card stays Failed.
 DEFAULT_ROUND_TRIPS = 2
@@ -64,13 +78,15 @@ def pipeline_transcript(
     return found
 
 
-def defects_message(result: RunResult | None, tester: Any, round_no: int) -> str:
+def defects_message(
+    result: RunResult | None, record: Any, report: Path | None, round_no: int
+) -> str:
     """What the developer is told after the tester failed in round ``round_no``: the tester's
-    reason, its failed checks, its findings and its report."""
+    reason, its failed checks and findings (``record``: its run record, a
+    :class:`loopkit_ui.scripts.RunResult`, None when it kept none) and its ``report``."""
     lines = [DEFECTS_TITLE, "-" * len(DEFECTS_TITLE)]
     reason = result.reason if result is not None and result.reason else "no reason given"
     lines.append(f"The test run of round {round_no} failed: {reason}")
-    record = getattr(tester, "result", None)
     failed = [s for s in getattr(record, "steps", []) if getattr(s, "status", "") == "failed"]
     for step in failed[:_SHOWN]:
         evidence = " ".join(str(step.message).split())[:300]
@@ -78,7 +94,6 @@ def defects_message(result: RunResult | None, tester: Any, round_no: int) -> str
     findings = record.unique_findings() if hasattr(record, "unique_findings") else []
     for finding in findings[:_SHOWN]:
         lines.append(f"- finding {finding.fingerprint} ({finding.kind}): {finding.summary}")
-    report = getattr(tester, "report_path", None)
     if report is not None:
         lines.append(f"The tester's report: {report}")
     lines.append(
@@ -87,6 +102,23 @@ def defects_message(result: RunResult | None, tester: Any, round_no: int) -> str
         "the card again."
     )
     return "\n".join(lines)
+
+
+def tester_record(run_dir: Path) -> tuple[Any, Path | None]:
+    """A test run's record as its tools kept it in its folder (None when there is none), and
+    its report when it wrote one."""
+    from loopkit.demo.tester import REPORT_FOLDER
+
+    folder = run_dir / REPORT_FOLDER
+    try:
+        from loopkit_ui.scripts.results import RunResult as TestRecord
+
+        data = json.loads((folder / "record.json").read_text("utf-8"))
+        record = TestRecord.model_validate(data["result"])
+    except (ImportError, OSError, ValueError, KeyError, TypeError):
+        return None, None
+    report = Path(record.report) if record.report else None
+    return record, report
 
 
 async def run_pipeline(
@@ -138,7 +170,11 @@ async def run_pipeline(
             return tested.status  # interrupted, or bad input: nothing more runs
         if round_no > round_trips:
             break
-        note = defects_message(tested.result, tested.tester, round_no)
+        tester = tested.tester
+        note = defects_message(
+            tested.result, getattr(tester, "result", None), getattr(tester, "report_path", None),
+            round_no,
+        )  # fmt: skip
         console.print(
             f"[yellow]Pipeline:[/yellow] the {then.name} run failed; its defects go back to "
             f"{develop.name} (round trip {round_no} of {round_trips})."
@@ -169,3 +205,40 @@ def _stop(console: Console, card_path: Path, reason: str) -> int:
     with contextlib.suppress(CardError, OSError):
         Card.load(card_path).save_state(CardState.FAILED)
     return 1
+
+
+def next_request(
+    request: CardRunRequest, result: RunResult, repo: Path, run_dir: Path, run_id: str
+) -> CardRunRequest | None:
+    """The run the queue's pipeline runs after ``request``'s run (``run_id``, in ``repo``)
+    ended with ``result``: the tester after a developer that is done, the developer again with
+    the defects after a tester that failed while round trips are left; None: the pipeline ends."""
+    spec = request.pipeline
+    if spec is None:
+        return None
+    if request.role == spec.develop and result.done:
+        role, message, step = spec.then, None, spec
+    elif request.role == spec.then and not result.done and spec.round <= spec.round_trips:
+        record, report = tester_record(run_dir)
+        message = defects_message(result, record, report, spec.round)
+        role, step = spec.develop, spec.model_copy(update={"round": spec.round + 1})
+    else:
+        return None
+    given = Path(spec.transcript) if spec.transcript is not None else None
+    base = request.runner_config().model_copy(update={"transcript": given})
+    try:
+        settings = _for(base, Path(request.card), find_role(base, role), step.round, ())
+    except (CardError, RoleError) as e:
+        # The next run cannot run here (no transcript for it, a role gone): the pipeline ends.
+        log.warning("the pipeline of %s ends after run %s: %s", request.card, run_id, e)
+        return None
+    return CardRunRequest.create(
+        request.card, role=role, config=settings, repo=repo, message=message, parent=run_id,
+        pipeline=step,
+    )  # fmt: skip
+
+
+def next_run_id(parent: str, request: CardRunRequest) -> str:
+    """The id of the run queued after ``parent``: the same on a resumed run (queued once)."""
+    round_no = request.pipeline.round if request.pipeline is not None else 1
+    return uuid.uuid5(uuid.NAMESPACE_URL, f"loopkit:{parent}:{request.role}:{round_no}").hex
