@@ -895,12 +895,13 @@ def render(name: str) -> str:
     return json.dumps(transcript, indent=1, ensure_ascii=False) + "\n"
 
 
-def main() -> int:
+def main(names: list[str] | None = None) -> int:
+    """Write (or with --check, check) the transcripts ``names`` (default: all)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="only check the bundled files")
     args = parser.parse_args()
     stale = []
-    for name in TRANSCRIPTS:
+    for name in names if names is not None else list(TRANSCRIPTS):
         target = OUT / f"{name}.json"
         text = render(name)
         if args.check:

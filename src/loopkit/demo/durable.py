@@ -203,7 +203,7 @@ async def card_run_workflow(request: dict[str, Any]) -> dict[str, Any]:
                 config, make_model(config, card_path, role.name),
                 local_tools(config, scratch, role), scratch, log, role=role,
                 memory=role_memory(config, scratch), message=prepared.message, durable=True,
-                transcript=played, title=prepared.title,
+                transcript=played, card=card,
                 done_state=CardState.IN_TEST if tested_next else CardState.DONE,
             )  # fmt: skip
         except Exception as e:  # the settings do not work in this process (a key, a module)

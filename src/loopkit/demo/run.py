@@ -218,7 +218,7 @@ def card_runner(
     durable: bool = False,
     transcript: Path | None = None,
     ui: ToolSource | None = None,
-    title: str = "card",
+    card: Card | None = None,
     done_state: CardState = CardState.DONE,
 ) -> CardRunner:
     """The runner of one demo run in ``role`` (default: develop): the role's instructions with
@@ -232,7 +232,7 @@ def card_runner(
     ``durable``: inside a durable workflow (each model request and tool call a checkpoint,
     retries inside the request's checkpoint). ``transcript``: the one the scripted model plays
     (a subagent's own transcript lies beside it). A role with ``verify: true`` proves every
-    acceptance criterion of the card (``title``) before its done counts
+    acceptance criterion of ``card`` before its done counts
     (:func:`~loopkit.demo.replay.demo_verification`); the card is In Work (a tester's In Test)
     while the run runs, ``done_state`` after a success."""
     from loopkit.cards import CardRunner, MCPToolSource, RunLimits
@@ -246,8 +246,10 @@ def card_runner(
     if role.has("ui"):
         sources.append(ui or MCPToolSource(ui_server_for(config, scratch.run_dir)))
     if role.has("tester"):
+        title, criteria = (card.title, card.criteria) if card is not None else ("card", [])
         sources.append(
-            tester or tester_tools(config, scratch, tools, scratch.repo.name, run_log=log.path)
+            tester
+            or tester_tools(config, scratch, tools, title, run_log=log.path, criteria=criteria)
         )
     sources.append(StaticTools([reference_shelf(config).tool()]))
     context = GroupContext(
@@ -275,6 +277,7 @@ def card_runner(
     if role.front_matter.verify:
         from loopkit.demo.replay import demo_verification
 
+        title = card.title if card is not None else scratch.run_dir.name
         settings["verification"] = demo_verification(config, role, scratch, tools, title)
     if not durable:
         return CardRunner(model, sources=sources, retry=retry, **settings)
@@ -403,7 +406,9 @@ async def run_card(
         message = take_message(memory, role, message, console)
         log_path = config.log or scratch.run_dir / "run.jsonl"
         tester = (
-            tester_tools(config, scratch, tools, card.title, run_log=log_path)
+            tester_tools(
+                config, scratch, tools, card.title, run_log=log_path, criteria=card.criteria
+            )
             if role.has("tester")
             else None
         )
@@ -422,7 +427,7 @@ async def run_card(
             played = transcript_for(config, card_path, role.name) if config.scripted else None
             runner = card_runner(
                 config, model, tools, scratch, log, role=role, memory=memory, message=message,
-                tester=tester, ui=ui, transcript=played, title=card.title, done_state=done_state,
+                tester=tester, ui=ui, transcript=played, card=card, done_state=done_state,
             )  # fmt: skip
             progress = LiveProgress(console, config.max_rounds)
             log.subscribe(progress.on_event)
@@ -451,6 +456,9 @@ async def run_card(
     finally:
         if ui is not None:
             await ui.aclose()  # when the run never entered it (it closes what it entered)
+    finish = getattr(tester, "finish", None)
+    if finish is not None and not interrupted:
+        finish(outcome.result.done, outcome.result.reason)  # the findings row's real verdict
     if recorder is not None and config.record_transcript is not None:
         saved = recorder.save(config.record_transcript)
         console.print(f"transcript of {len(recorder.turns)} turns recorded in {escape(str(saved))}")
