@@ -190,6 +190,9 @@ class CardRunResult(BaseModel):
     success_word: str = "done"
     #: The run the pipeline queued after this one (a test run, or a developer's next round).
     next_run: str | None = None
+    #: How the acceptance criteria were proven (the summary's ``verified`` line), if the role
+    #: verifies.
+    verification: str | None = None
 
     @property
     def done(self) -> bool:

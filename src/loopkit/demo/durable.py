@@ -193,6 +193,7 @@ async def card_run_workflow(request: dict[str, Any]) -> dict[str, Any]:
     log_path = Path(prepared.log_path)
     # A process stopped by a signal wrote `interrupted` itself; only a killed one could not.
     durable.interrupted_logged = _last_line_type(log_path) == "interrupted"
+    verification: str | None = None
     with DurableRunLog(log_path) as log:
         durable.on_event = lambda kind, data: log.write(kind, **data)
         try:
@@ -215,6 +216,8 @@ async def card_run_workflow(request: dict[str, Any]) -> dict[str, Any]:
                 outcome = await runner.run(card)
             result, totals = outcome.result, outcome.totals
             card_state = outcome.card.state.value if outcome.card else CardState.FAILED.value
+            if outcome.verification is not None:
+                verification = outcome.verification.summary()
     commits = scratch.commits_since(prepared.base)
     next_run = None
     if req.pipeline is not None:
@@ -232,6 +235,7 @@ async def card_run_workflow(request: dict[str, Any]) -> dict[str, Any]:
         repo=str(scratch.repo),
         success_word=result.success_word,
         next_run=next_run,
+        verification=verification,
     ).model_dump(mode="json")
 
 
@@ -266,6 +270,7 @@ def _summary(console: Console, result: CardRunResult) -> int:
             commit=result.commit,
             log_path=result.log_path or "none",
             repo=result.repo or "none",
+            verification=result.verification,
         )
     )
     return EXIT_DONE if result.done else EXIT_FAILED
