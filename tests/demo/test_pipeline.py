@@ -129,6 +129,10 @@ def test_the_testers_defects_go_back_to_the_developer(tmp_path: Path) -> None:
     runs = logs(run)
     assert [r[0]["data"]["role"] for r in runs] == ["develop", "test", "develop", "test"]
     assert [r[-1]["data"]["card_state"] for r in runs] == ["In Test", "Failed", "In Test", "Done"]
+    # Each run names its repository (one for all) and the run it follows.
+    starts = [r[0] for r in runs]
+    assert len({s["data"]["repo"] for s in starts}) == 1
+    assert [s["data"].get("parent") for s in starts] == [None, *(s["run_id"] for s in starts[:3])]
     # The developer's second run got the tester's defects with the card: its reason, the
     # failed check, the finding, the report.
     message = runs[2][0]["data"]["message"]

@@ -140,6 +140,7 @@ async def run_pipeline(
     assert card.path is not None
     card_path = card.path
     note = message
+    parent: str | None = None
     for round_no in range(1, round_trips + 2):
         try:
             dev_config = _for(config, card_path, develop, round_no, given)
@@ -148,7 +149,7 @@ async def run_pipeline(
         console.rule(f"{develop.name} · round {round_no}")
         built = await run_card(
             dev_config, card, console, role=develop, repo=repo, message=note,
-            done_state=CardState.IN_TEST,
+            done_state=CardState.IN_TEST, parent=parent,
         )  # fmt: skip
         if built.status != 0 or built.repo is None:
             return built.status
@@ -159,7 +160,10 @@ async def run_pipeline(
         except CardError as e:
             return _stop(console, card_path, str(e))
         console.rule(f"{then.name} · round {round_no} · in {escape(str(repo))}")
-        tested = await run_card(test_config, card, console, role=then, repo=repo)
+        tested = await run_card(
+            test_config, card, console, role=then, repo=repo, parent=built.run_id
+        )
+        parent = tested.run_id
         if tested.status == 0:
             console.print(
                 f"[bold green]Pipeline:[/bold green] {develop.name} → {then.name} passed in round "

@@ -220,6 +220,7 @@ def card_runner(
     ui: ToolSource | None = None,
     card: Card | None = None,
     done_state: CardState = CardState.DONE,
+    parent: str | None = None,
 ) -> CardRunner:
     """The runner of one demo run in ``role`` (default: develop): the role's instructions with
     the feedback rules of its scope (from ``memory``), the tools of its groups only (local tools,
@@ -234,7 +235,8 @@ def card_runner(
     (a subagent's own transcript lies beside it). A role with ``verify: true`` proves every
     acceptance criterion of ``card`` before its done counts
     (:func:`~loopkit.demo.replay.demo_verification`); the card is In Work (a tester's In Test)
-    while the run runs, ``done_state`` after a success."""
+    while the run runs, ``done_state`` after a success. The run log's ``start`` line records the
+    repository the run works in and ``parent``, the run it follows (a pipeline's)."""
     from loopkit.cards import CardRunner, MCPToolSource, RunLimits
     from loopkit.middleware.retry import RetryPolicy
     from loopkit.middleware.tool_disclosure import ToolDisclosure
@@ -269,7 +271,11 @@ def card_runner(
         "disclosure": ToolDisclosure(config.core_tools, defer=config.defer_tools),
         "success_word": role.success_word,
         "offered_rules": [number for number, _ in rules],
-        "metadata": {"role": role.name},
+        "metadata": {
+            "role": role.name,
+            "repo": str(scratch.repo),
+            **({"parent": parent} if parent else {}),
+        },
         "message": message,
         "start_state": CardState(role.front_matter.card_state),
         "done_state": done_state,
@@ -328,6 +334,8 @@ class DemoOutcome:
     result: RunResult | None = None
     repo: Path | None = None
     tester: Any = None
+    #: The run's id (its run log's ``run_id``), when it ran.
+    run_id: str | None = None
 
 
 async def run_demo(
@@ -356,9 +364,11 @@ async def run_card(
     repo: Path | None = None,
     message: str | None = None,
     done_state: CardState = CardState.DONE,
+    parent: str | None = None,
 ) -> DemoOutcome:
     """:func:`run_demo`, saying how the run ended (:class:`DemoOutcome`); ``done_state``: the
-    card's state after a success (In Test when a test run follows: the pipeline)."""
+    card's state after a success (In Test when a test run follows: the pipeline); ``parent``:
+    the run this one follows."""
     role = role or find_role(config, DEFAULT_ROLE)
     from loopkit.cards import CardRunOutcome
     from loopkit.middleware.run_log import RunLog
@@ -428,6 +438,7 @@ async def run_card(
             runner = card_runner(
                 config, model, tools, scratch, log, role=role, memory=memory, message=message,
                 tester=tester, ui=ui, transcript=played, card=card, done_state=done_state,
+                parent=parent,
             )  # fmt: skip
             progress = LiveProgress(console, config.max_rounds)
             log.subscribe(progress.on_event)
@@ -482,4 +493,4 @@ async def run_card(
     if report is not None:
         console.print(f"[bold]Test report:[/bold] {escape(str(report))}")
     status = 130 if interrupted else 0 if result.done else 1
-    return DemoOutcome(status, result, scratch.repo, tester)
+    return DemoOutcome(status, result, scratch.repo, tester, outcome.run_id)

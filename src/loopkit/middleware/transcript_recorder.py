@@ -121,8 +121,7 @@ class TranscriptRecorder(DelegatingChatClient):
             # The model's call ids too: a later answer may cite them (a card run's
             # record_evidence), and a replay must give the calls the same ids.
             calls=[
-                ScriptedCall(name=c.name, arguments=dict(c.arguments), id=c.call_id)
-                for c in calls
+                ScriptedCall(name=c.name, arguments=dict(c.arguments), id=c.call_id) for c in calls
             ],
             usage=response.usage,
             expect_no_tools=options is not None and not _offers_tools(options) and not calls,
