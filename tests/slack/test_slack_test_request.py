@@ -53,7 +53,7 @@ def test_test_in_a_runs_thread_tests_that_runs_repository(
         # the run's repository.
         slack.send_message(ALLOWED, "test", thread_ts=ts)
         early = slack.wait_post(ts, "I cannot start that")
-        assert "only a run that ended done has a change to test" in early.args["text"]
+        assert "ask again once it has ended" in early.args["text"], early.args["text"]
         slack.wait_post(ts, "RESULT: done", timeout=240)
         slack.send_message(ALLOWED, "test this change", thread_ts=ts)
         queued = slack.wait_post(ts, "as `test` in the repository of run")

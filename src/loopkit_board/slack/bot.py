@@ -303,6 +303,16 @@ class SlackBot:
         """``test`` (or another role) in a run's thread: a run of that role in the thread's
         run's repository (the test role: only after a run that ended done); the thread then
         follows the new run."""
+        before = await self.service.get_run(thread.run_id)
+        if before is not None and before.state in ("queued", "running", "interrupted"):
+            # A thread follows one run at a time: the next starts once this one has ended.
+            await self._post(
+                thread.channel,
+                thread.thread_ts,
+                f"I cannot start that: run `{thread.run_id}` is {before.state}; ask again once "
+                "it has ended (or cancel it)",
+            )
+            return
         try:
             if role == "test":
                 queued = await self.service.test_change(thread.run_id)
