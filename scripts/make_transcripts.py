@@ -261,6 +261,23 @@ def text_of(target: str, *fragments: str) -> dict[str, Any]:
     return call("ui_get_text", ok(*fragments), target=target)
 
 
+def named(c: dict[str, Any], ident: str) -> dict[str, Any]:
+    """``c`` with the call id ``ident``: a check the run cites as evidence (record_evidence)."""
+    return {**c, "id": ident}
+
+
+def evidence(**criteria: list[str]) -> dict[str, Any]:
+    """The turn that records, per criterion (``C1=[ids]``), the checks that show it."""
+    return turn(
+        *(
+            call("record_evidence", ok(f"{criterion}: evidence recorded"), criterion=criterion,
+                 calls=ids)
+            for criterion, ids in criteria.items()
+        ),
+        text="Recording the checks that show each criterion, for the runner to check and replay.",
+    )  # fmt: skip
+
+
 def turn(*calls: dict[str, Any], text: str = "") -> dict[str, Any]:
     t: dict[str, Any] = {"calls": list(calls)}
     if text:
@@ -444,19 +461,20 @@ def discount_card() -> dict[str, Any]:
         *build_and_restart(),
         turn(call("ui_type_text", acted(), target="DiscountInput", text="10")),
         turn(
-            text_of("SubtotalLabel", "Subtotal: 250.00"),
+            named(text_of("SubtotalLabel", "Subtotal: 250.00"), "subtotal-250"),
             text_of("DiscountAmountLabel", "Discount: 25.00"),
-            text_of("TotalLabel", "Total: 225.00"),
+            named(text_of("TotalLabel", "Total: 225.00"), "total-225"),
         ),
         turn(
             call("ui_type_text", acted(), target="DiscountInput", text="0"),
-            text_of("TotalLabel", "Total: 250.00"),
+            named(text_of("TotalLabel", "Total: 250.00"), "total-250"),
         ),
         turn(
-            call("ui_type_text", acted(), target="DiscountInput", text="20"),
-            text_of("TotalLabel", "Total: 200.00"),
+            named(call("ui_type_text", acted(), target="DiscountInput", text="20"), "type-20"),
+            named(text_of("TotalLabel", "Total: 200.00"), "total-200"),
             text="Changing the discount updates the total without another click.",
         ),
+        evidence(C1=["subtotal-250", "total-225"], C2=["total-250"], C3=["type-20", "total-200"]),
         *finish(
             title,
             "Invoice.total now subtracts the discount amount. Verified live: discount 10 on "
@@ -495,29 +513,42 @@ def delete_card() -> dict[str, Any]:
         ),
         *build_and_restart(),
         turn(
-            call("ui_click", acted(**NO_WINDOW_OPENED), target="DeleteSelectedButton"),
-            text_of("TotalLabel", "Total: 250.00"),
+            named(
+                call("ui_click", acted(**NO_WINDOW_OPENED), target="DeleteSelectedButton"),
+                "none-selected",
+            ),
+            named(text_of("TotalLabel", "Total: 250.00"), "none-total"),
             text="No row selected: nothing happens, as before.",
         ),
         turn(call("ui_click", acted(), target="ItemsTable", row=0, column=0)),
-        turn(delete_opens_dialog),
+        turn(named(delete_opens_dialog, "asks")),
         turn(
-            text_of("ConfirmDeleteText", 'Delete the item "Consulting"?'),
+            named(text_of("ConfirmDeleteText", 'Delete the item "Consulting"?'), "asks-text"),
             text="The dialog names the item.",
         ),
         turn(call("ui_click", acted(), target="ConfirmDeleteNoButton", expect_disappear=[dialog])),
         turn(
-            call("ui_get_cell", ok("Consulting"), table="ItemsTable", row=0, column=0),
-            text_of("TotalLabel", "Total: 250.00"),
+            named(
+                call("ui_get_cell", ok("Consulting"), table="ItemsTable", row=0, column=0),
+                "no-cell",
+            ),
+            named(text_of("TotalLabel", "Total: 250.00"), "no-total"),
             text="No left everything as it was.",
         ),
         turn(delete_opens_dialog),
         turn(call("ui_click", acted(), target="ConfirmDeleteYesButton", expect_disappear=[dialog])),
         turn(
-            call("ui_get_cell", ok("Travel"), table="ItemsTable", row=0, column=0),
-            text_of("SubtotalLabel", "Subtotal: 50.00"),
-            text_of("TotalLabel", "Total: 50.00"),
+            named(
+                call("ui_get_cell", ok("Travel"), table="ItemsTable", row=0, column=0), "yes-cell"
+            ),
+            named(text_of("SubtotalLabel", "Subtotal: 50.00"), "yes-subtotal"),
+            named(text_of("TotalLabel", "Total: 50.00"), "yes-total"),
             text="Yes removed the row and updated the totals.",
+        ),
+        evidence(
+            C1=["asks", "asks-text"],
+            C2=["no-cell", "no-total", "yes-cell", "yes-subtotal", "yes-total"],
+            C3=["none-selected", "none-total"],
         ),
         *finish(
             title,
@@ -566,19 +597,24 @@ def validation_card() -> dict[str, Any]:
         *build_and_restart(),
         turn(set_cell(0, 1, "-3", "2")),
         turn(
-            text_of("ErrorLabel", "Quantity: -3 is negative"),
-            text_of("TotalLabel", "Total: 250.00"),
+            named(text_of("ErrorLabel", "Quantity: -3 is negative"), "negative-quantity"),
+            named(text_of("TotalLabel", "Total: 250.00"), "negative-total"),
             text="A negative quantity is refused and the label says why.",
         ),
         turn(set_cell(1, 2, "abc", "50.00")),
-        turn(text_of("ErrorLabel", "Unit price:", "is not a number")),
+        turn(named(text_of("ErrorLabel", "Unit price:", "is not a number"), "text-price")),
         turn(set_cell(0, 2, "-1", "100.00")),
-        turn(text_of("ErrorLabel", "Unit price: -1 is negative")),
-        turn(set_cell(0, 1, "2.5", "2.5")),
+        turn(named(text_of("ErrorLabel", "Unit price: -1 is negative"), "negative-price")),
+        turn(named(set_cell(0, 1, "2.5", "2.5"), "decimal")),
         turn(
-            cell(0, 3, "250.00"),
-            text_of("TotalLabel", "Total: 300.00"),
+            named(cell(0, 3, "250.00"), "decimal-line"),
+            named(text_of("TotalLabel", "Total: 300.00"), "decimal-total"),
             text="2.5 is accepted and the totals follow.",
+        ),
+        evidence(
+            C1=["negative-quantity", "negative-total", "negative-price"],
+            C2=["text-price"],
+            C3=["decimal", "decimal-line", "decimal-total"],
         ),
         *finish(
             title,
@@ -667,10 +703,10 @@ def ids_card() -> dict[str, Any]:
             text="Handing the task to the id fixer, as ui_missing_ids wrote it.",
         ),
         *build_and_restart(),
-        turn(call("ui_missing_ids", ok("Every control has an id"))),
+        turn(named(call("ui_missing_ids", ok("Every control has an id")), "none-missing")),
         turn(
             *(
-                element(ident, m.role, m.name)
+                named(element(ident, m.role, m.name), f"found-{ident}")
                 for m, (_, ident) in zip(missing, NOTES_IDS, strict=True)
             ),
             text="Each new id is in the live tree, on the right control.",
@@ -684,6 +720,7 @@ def ids_card() -> dict[str, Any]:
             text_of("NotesCharacterCountLabel", "0 characters"),
             text="The ids work for automation: typed, counted, cleared.",
         ),
+        evidence(C1=["none-missing"], C2=[f"found-{ident}" for _, ident in NOTES_IDS]),
         turn(
             call(
                 "write_note",
@@ -858,12 +895,13 @@ def render(name: str) -> str:
     return json.dumps(transcript, indent=1, ensure_ascii=False) + "\n"
 
 
-def main() -> int:
+def main(names: list[str] | None = None) -> int:
+    """Write (or with --check, check) the transcripts ``names`` (default: all)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="only check the bundled files")
     args = parser.parse_args()
     stale = []
-    for name in TRANSCRIPTS:
+    for name in names if names is not None else list(TRANSCRIPTS):
         target = OUT / f"{name}.json"
         text = render(name)
         if args.check:

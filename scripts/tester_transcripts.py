@@ -1,5 +1,8 @@
 """The test role's transcripts, written by make_transcripts.py (``transcripts/test/<card>.json``).
 
+    .venv/bin/python scripts/tester_transcripts.py          # writes only the test role's
+    .venv/bin/python scripts/tester_transcripts.py --check  # exit 1 if one of them is stale
+
 A test run assumes nothing from the develop run: it reads the notes first, builds, checks every
 acceptance criterion live and records each check (record_step), files a finding for every
 defect (record_finding), writes a regression script that the script runner runs once
@@ -22,7 +25,13 @@ REPORT_LINE = (
 
 
 def _record(
-    number: int, description: str, evidence: str, *, passed: bool = True, screenshot: bool = False
+    number: int,
+    description: str,
+    evidence: str,
+    *,
+    passed: bool = True,
+    screenshot: bool = False,
+    criterion: str = "",
 ) -> dict[str, Any]:
     from make_transcripts import call, ok
 
@@ -31,6 +40,8 @@ def _record(
         "passed": passed,
         "evidence": evidence,
     }
+    if criterion:
+        arguments["criterion"] = criterion
     if screenshot:
         arguments["screenshot"] = "latest"
     verdict = "passed" if passed else "FAILED"
@@ -128,6 +139,7 @@ def delete_test() -> dict[str, Any]:
                 1,
                 "With no row selected, Delete selected does nothing",
                 "no window opened; TotalLabel reads 'Total: 250.00'",
+                criterion="C3",
             ),
         ),
         turn(call("ui_click", acted(), target="ItemsTable", row=0, column=0)),
@@ -142,6 +154,7 @@ def delete_test() -> dict[str, Any]:
                 "Delete selected with Consulting selected asks in a dialog naming it",
                 'ConfirmDeleteDialog opened: Delete the item "Consulting"?',
                 screenshot=True,
+                criterion="C1",
             ),
         ),
         turn(call("ui_click", acted(), target="ConfirmDeleteNoButton", expect_disappear=[dialog])),
@@ -154,6 +167,7 @@ def delete_test() -> dict[str, Any]:
                 3,
                 "No leaves everything as is",
                 "row 0 is still 'Consulting'; TotalLabel reads 'Total: 250.00'",
+                criterion="C2",
             ),
         ),
         turn(opens_dialog),
@@ -170,6 +184,7 @@ def delete_test() -> dict[str, Any]:
                 "Yes removes the row and the totals follow",
                 "row 0 is now 'Travel'; 'Subtotal: 50.00', 'Total: 50.00'",
                 screenshot=True,
+                criterion="C2",
             ),
         ),
         turn(
@@ -295,6 +310,7 @@ def open_file_test() -> dict[str, Any]:
                 1,
                 "A missing file is reported in the error label",
                 "ErrorLabel reads 'File not found: no-such-invoice.json'",
+                criterion="C2",
             ),
         ),
         turn(
@@ -316,6 +332,7 @@ def open_file_test() -> dict[str, Any]:
                 "is not valid JSON); the error label stayed hidden",
                 passed=False,
                 screenshot=True,
+                criterion="C2",
             ),
         ),
         turn(
@@ -338,6 +355,7 @@ def open_file_test() -> dict[str, Any]:
                 3,
                 "After Continue the app runs on with its invoice",
                 "TotalLabel reads 'Total: 250.00'",
+                criterion="C2",
             ),
         ),
         turn(call("stop_app", ok("no process of it is left"))),
@@ -401,3 +419,11 @@ TEST_TRANSCRIPTS = {
     "delete-asks-for-confirmation": delete_test,
     "opening-a-saved-invoice": open_file_test,
 }
+
+
+if __name__ == "__main__":
+    import sys
+
+    from make_transcripts import main
+
+    sys.exit(main([f"test/{name}" for name in TEST_TRANSCRIPTS]))

@@ -1,6 +1,7 @@
 """``python -m loopkit.runs``: queue card runs for the workers, list them, show one, cancel one.
 
     python -m loopkit.runs enqueue CARD.md [CARD.md ...] [--role ROLE] [--model MODEL]
+                                    [--then test [--round-trips N]]
     python -m loopkit.runs list [--state STATE] [--limit N] [--json]
     python -m loopkit.runs show ID [--json]
     python -m loopkit.runs cancel ID
@@ -61,6 +62,18 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     enqueue.add_argument("--message", help="a message with the card ('remember ...': a rule)")
     enqueue.add_argument("--model", help="the model (default: the config's, else scripted)")
+    enqueue.add_argument(
+        "--then",
+        metavar="ROLE",
+        help="a pipeline: after a run that ends done, queue ROLE (e.g. test) in its repository; "
+        "the card is Done only when that passes, its defects go back to --role",
+    )
+    enqueue.add_argument(
+        "--round-trips",
+        type=positive_int,
+        metavar="N",
+        help="with --then: how many times the defects go back (default 2)",
+    )
     listing = commands.add_parser("list", help="the card runs, newest first")
     listing.add_argument("--state", choices=STATES, help="only runs in this state")
     listing.add_argument("--limit", type=positive_int, help="at most this many runs")
@@ -93,10 +106,19 @@ async def _enqueue(runtime: DurableRuntime, config: RunnerConfig, args: argparse
     from loopkit.cards.durable import CardRunRequest
     from loopkit.cards.queue import enqueue_card_run
 
+    pipeline = None
+    if args.then is not None:
+        from loopkit.cards.durable import PipelineSpec
+
+        given = str(config.transcript) if config.transcript is not None else None
+        pipeline = PipelineSpec(develop=args.role, then=args.then, transcript=given)
+        if args.round_trips is not None:
+            pipeline.round_trips = args.round_trips
     for card in args.cards:
         request = CardRunRequest.create(
-            card, role=args.role, config=config, repo=args.repo, message=args.message
-        )
+            card, role=args.role, config=config, repo=args.repo, message=args.message,
+            pipeline=pipeline,
+        )  # fmt: skip
         done = await enqueue_card_run(runtime, request)
         if not done.created:
             print(
@@ -199,6 +221,9 @@ def main(argv: list[str] | None = None) -> int:
             from loopkit.demo.workspace import check_earlier_repo
 
             role = find_role(config, args.role)  # unknown: one line naming the roles
+            then = find_role(config, args.then) if args.then is not None else None
+            if args.round_trips is not None and then is None:
+                raise ConfigError("--round-trips goes with --then ROLE")
             check_message(args.message)
             config = with_role_limits(config, role)
             if args.repo is not None:
@@ -209,6 +234,12 @@ def main(argv: list[str] | None = None) -> int:
                     from loopkit.demo.run import check_model
 
                     check_model(config, card, role.name)
+                    if then is not None:
+                        from loopkit.demo.pipeline import pipeline_transcript
+
+                        follows = pipeline_transcript(config, card, then.name, 1)
+                        if follows is not None and not follows.is_file():
+                            raise ConfigError(f"--then {then.name}: no transcript {follows}")
     except (ConfigError, CardError, RoleError, WorkspaceError) as e:
         return _error(str(e))
     from loopkit.demo.durable import database_for

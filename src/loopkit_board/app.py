@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import mimetypes
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -37,7 +37,7 @@ from loopkit.cards.card import CardState
 from loopkit.durable.errors import DatabaseUnavailableError
 from loopkit_board.auth import COOKIE, Accounts, Signer
 from loopkit_board.gate import Gate, new_login_csrf
-from loopkit_board.service import BoardError, BoardService
+from loopkit_board.service import BoardError, BoardService, QueuedRun
 
 __all__ = ["create_app"]
 
@@ -181,8 +181,11 @@ class Board:
         return await self._enqueue(name, self.form(request).get("role"))
 
     async def _enqueue(self, card: str, role: str | None) -> Response:
+        return await self._queued(self.service.enqueue(card, role or None))
+
+    async def _queued(self, enqueued: Awaitable[QueuedRun]) -> Response:
         try:
-            queued = await self.service.enqueue(card, role or None)
+            queued = await enqueued
         except BoardError as e:
             return PlainTextResponse(f"run not started: {e}", status_code=400)
         note = "Queued" if queued.created else "This card already has a run; here it is"
@@ -274,10 +277,19 @@ class Board:
         return StreamingResponse(stream(), media_type="text/plain; charset=utf-8")
 
     async def follow_up(self, request: Request) -> Response:
-        record = await self.service.get_run(request.path_params["run_id"])
-        if record is None:
+        """A follow-up run in the earlier run's repository."""
+        run_id = request.path_params["run_id"]
+        if await self.service.get_run(run_id) is None:
             return PlainTextResponse("there is no such run", status_code=404)
-        return await self._enqueue(record.card, self.form(request).get("role"))
+        role = self.form(request).get("role") or None
+        return await self._queued(self.service.follow_up(run_id, role))
+
+    async def test_change(self, request: Request) -> Response:
+        """The "Test this change" action: the test role on a done run's repository."""
+        run_id = request.path_params["run_id"]
+        if await self.service.get_run(run_id) is None:
+            return PlainTextResponse("there is no such run", status_code=404)
+        return await self._queued(self.service.test_change(run_id))
 
     async def cancel(self, request: Request) -> Response:
         run_id = request.path_params["run_id"]
@@ -331,6 +343,7 @@ def create_app(
         Route("/runs/{run_id}/report", board.report, methods=["GET"]),
         Route("/runs/{run_id}/chat", board.chat, methods=["POST"]),
         Route("/runs/{run_id}/follow-up", board.follow_up, methods=["POST"]),
+        Route("/runs/{run_id}/test", board.test_change, methods=["POST"]),
         Route("/runs/{run_id}/cancel", board.cancel, methods=["POST"]),
         Route("/findings", board.findings, methods=["GET"]),
         Route("/static/board.js", board.script, methods=["GET"]),

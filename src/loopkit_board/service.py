@@ -16,8 +16,11 @@ API (all of it; ``async`` methods need the service started: ``async with BoardSe
         service.get_card(name) -> CardEntry
         service.create_card(title, body, category=None, name=None) -> CardEntry  # state New
         service.save_card(name, text) -> CardEntry        # whole text, checked before written
-        await service.enqueue(card, role=None) -> QueuedRun   # card: a name in the folder or a
+        await service.enqueue(card, role=None, repo=None, parent=None, then=None) -> QueuedRun
+                                                          # card: a name in the folder or a
                                                           # path; .run_id .created .position
+        await service.follow_up(run_id, role) -> QueuedRun  # in the run's repository
+        await service.test_change(run_id) -> QueuedRun    # the test role on a done run's repo
         await service.queue_position(run_id) -> int | None    # 1 = next; None: not queued
         await service.active_runs() -> dict[str, ActiveRun]  # card path -> queued/running run
         await service.cancel(run_id) -> CardRunRecord     # a queued or running run
@@ -304,11 +307,21 @@ class BoardService:
         return path
 
     # -- the queue ---------------------------------------------------------------------------
-    async def enqueue(self, card: str | Path, role: str | None = None) -> QueuedRun:
+    async def enqueue(
+        self,
+        card: str | Path,
+        role: str | None = None,
+        *,
+        repo: str | Path | None = None,
+        parent: str | None = None,
+        then: str | None = None,
+    ) -> QueuedRun:
         """Queue a run of ``card`` in ``role`` (default: the first role); a card with a queued
-        or running run returns that run."""
-        from loopkit.cards.durable import CardRunRequest
+        or running run returns that run. ``repo``: in an earlier run's repository (``parent``,
+        the run it follows); ``then``: a pipeline, this role after a run that ends done."""
+        from loopkit.cards.durable import CardRunRequest, PipelineSpec
         from loopkit.cards.queue import enqueue_card_run
+        from loopkit.demo.workspace import WorkspaceError, check_earlier_repo
         from loopkit_board.roles import RoleProblem, check_run
 
         path = self.card_path(card)
@@ -316,11 +329,37 @@ class BoardService:
         try:
             Card.load(path, max_bytes=self.config.max_card_bytes)
             config = check_run(self.config, path, role)
-            request = CardRunRequest.create(path, role=role, config=config)
-        except (CardError, ConfigError, RoleProblem) as e:
+            if then is not None:
+                check_run(self.config, path, then)
+            if repo is not None:
+                check_earlier_repo(Path(repo), config.app_source.name)
+            pipeline = PipelineSpec(develop=role, then=then) if then is not None else None
+            request = CardRunRequest.create(
+                path, role=role, config=config, repo=repo, parent=parent, pipeline=pipeline
+            )
+        except (CardError, ConfigError, RoleProblem, WorkspaceError) as e:
             raise BoardError(str(e)) from None
         done = await enqueue_card_run(self.runtime, request)
         return QueuedRun(done.run_id, done.created, await self.queue_position(done.run_id))
+
+    async def follow_up(self, run_id: str, role: str | None = None) -> QueuedRun:
+        """A run of ``run_id``'s card in ``role`` that continues in that run's repository (a
+        run that never got one, e.g. still queued, starts from a fresh copy of the app)."""
+        record = await self.get_run(run_id)
+        if record is None:
+            raise BoardError(f"there is no run {run_id!r}")
+        return await self.enqueue(record.card, role, repo=record.repo, parent=run_id)
+
+    async def test_change(self, run_id: str, role: str = "test") -> QueuedRun:
+        """Test what a done run changed: a ``role`` run (the tester) in its repository."""
+        record = await self.get_run(run_id)
+        if record is None:
+            raise BoardError(f"there is no run {run_id!r}")
+        if record.state != "done" or not record.repo:
+            raise BoardError(
+                f"run {run_id} is {record.state}: only a run that ended done has a change to test"
+            )
+        return await self.enqueue(record.card, role, repo=record.repo, parent=run_id)
 
     async def cancel(self, run_id: str) -> CardRunRecord:
         """Cancel a queued or running run (its worker stops it within half a second; a card

@@ -135,6 +135,21 @@ class ToolsConfig(BaseModel):
     commit_message_pattern: str = Field(
         default=r"^card: .+", description="regex the first line of a commit message must match"
     )
+    commit_requires_build: bool = Field(
+        default=False,
+        description="git_commit refuses while the code (build_inputs) changed since the last "
+        "successful build_app (or since the start, before any build): build first",
+    )
+    build_inputs: list[str] | None = Field(
+        default=None,
+        description="The folders the build compiles, for commit_requires_build (default: the "
+        "write folders)",
+    )
+    build_state_file: Path | None = Field(
+        default=None,
+        description="Where the code as last built is kept (absolute, or relative to root), so a "
+        "new process (a resumed durable run) knows it; default: in memory only",
+    )
     git_command: list[str] = Field(default_factory=lambda: ["git"])
     git_author_name: str | None = None
     git_author_email: str | None = None
@@ -143,6 +158,11 @@ class ToolsConfig(BaseModel):
     @classmethod
     def _folders(cls, value: list[str]) -> list[str]:
         return [_check_relative_folder(v, "folder") for v in value]
+
+    @field_validator("build_inputs")
+    @classmethod
+    def _inputs(cls, value: list[str] | None) -> list[str] | None:
+        return None if value is None else [_check_relative_folder(v, "folder") for v in value]
 
     @field_validator("env_passthrough")
     @classmethod

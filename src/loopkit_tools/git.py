@@ -80,11 +80,16 @@ class CommitResult:
 
     commit_id: str
     files: list[str]
+    #: The commit existed already (the same message asked for again, nothing new to commit).
+    existed: bool = False
 
     def __str__(self) -> str:
-        return f"Committed {self.commit_id[:12]} with {len(self.files)} file(s):\n" + "\n".join(
+        text = f"Committed {self.commit_id[:12]} with {len(self.files)} file(s):\n" + "\n".join(
             self.files
         )
+        if self.existed:
+            text += "\n(this commit existed already: nothing new was committed)"
+        return text
 
 
 class GitCommitter:
@@ -225,6 +230,9 @@ class GitCommitter:
             "diff", "--cached", "--quiet", "--no-ext-diff", "--no-textconv", "--", *self.folders
         )
         if code == 0:
+            existing = await self._existing_commit(text)
+            if existing is not None:
+                return existing
             raise ToolError(
                 f"nothing to commit: there are no changes under {where} (only these folders are "
                 "ever committed); write your change first"
@@ -259,5 +267,23 @@ class GitCommitter:
             "diff-tree", "--root", "--no-commit-id", "--name-status", "-r", "--no-ext-diff",
             "--no-textconv", "HEAD",
         )  # fmt: skip
-        files = [" ".join(line.split("\t")) for line in names.splitlines() if line.strip()]
-        return CommitResult(commit_id.strip(), files)
+        return CommitResult(commit_id.strip(), _name_status(names))
+
+    async def _existing_commit(self, text: str) -> CommitResult | None:
+        """HEAD, when nothing is left to commit and HEAD has exactly this message: the same
+        commit asked for again (a durable run resumed after its commit was made but before its
+        checkpoint), answered with that commit rather than "nothing to commit"."""
+        code, head = await self._git("log", "-1", "--format=%H%x00%B", "HEAD")
+        commit_id, _, body = head.partition("\0")
+        if code != 0 or not commit_id or body.strip() != text.strip():
+            return None
+        code, names = await self._git(
+            "diff-tree", "--root", "--no-commit-id", "--name-status", "-r", "--no-ext-diff",
+            "--no-textconv", "HEAD",
+        )  # fmt: skip
+        return CommitResult(commit_id.strip(), _name_status(names), existed=True)
+
+
+def _name_status(names: str) -> list[str]:
+    """``git diff-tree --name-status`` lines as ``M path``."""
+    return [" ".join(line.split("\t")) for line in names.splitlines() if line.strip()]

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import IO, Annotated, Any
 
 from loopkit.abstractions import FunctionTool, Tool, ToolError
+from loopkit_tools.build_state import BuildState
 from loopkit_tools.condense import condense
 from loopkit_tools.config import ReadyCheck, ToolsConfig
 from loopkit_tools.git import GitCommitter
@@ -59,6 +60,19 @@ class LocalTools:
             author_name=self.config.git_author_name,
             author_email=self.config.git_author_email,
         )
+        self.build_state: BuildState | None = None
+        if self.config.commit_requires_build:
+            state_file = self.config.build_state_file
+            if state_file is not None and not state_file.is_absolute():
+                state_file = self.root / state_file
+            self.build_state = BuildState(
+                self.root,
+                self.config.build_inputs
+                if self.config.build_inputs is not None
+                else self.guard.write_folders,
+                exclude=self.config.list_exclude,
+                state_file=state_file,
+            )
         self._app: ProcessGroup | None = None
         self._app_output: Path | None = None
         self._own_output_dir: tempfile.TemporaryDirectory[str] | None = None
@@ -71,6 +85,9 @@ class LocalTools:
     # ------------------------------------------------------------------ lifecycle
 
     async def __aenter__(self) -> LocalTools:
+        if self.build_state is not None:
+            # The code as the run finds it: a run that changes nothing commits without a build.
+            await asyncio.to_thread(self.build_state.start)
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -207,6 +224,12 @@ class LocalTools:
                 raise ToolError(
                     f"the app is running (pid {self.app_pid}); call stop_app first, then build_app"
                 )
+            # The code the build compiles: what it was when the build started.
+            code = (
+                await asyncio.to_thread(self.build_state.snapshot)
+                if self.build_state is not None
+                else None
+            )
             result = await run_command(
                 self.config.build_command,
                 cwd=self._cwd(self.config.build_cwd),
@@ -218,6 +241,8 @@ class LocalTools:
             summary = f"Build timed out after {self.config.build_timeout_s:g} s and was stopped."
         elif result.exit_code == 0:
             summary = "Build succeeded."
+            if self.build_state is not None and code is not None:
+                await asyncio.to_thread(self.build_state.built, code)
         else:
             summary = f"Build failed with exit code {result.exit_code}."
         return condense(summary, self._relative(result.output), self.config.max_output_lines)
@@ -383,6 +408,17 @@ class LocalTools:
         ],
     ) -> str:
         async with self._lock:
+            if self.build_state is not None:
+                changed = await asyncio.to_thread(self.build_state.changed)
+                if changed:
+                    shown = ", ".join(changed[:5]) + (
+                        f" and {len(changed) - 5} more" if len(changed) > 5 else ""
+                    )
+                    raise ToolError(
+                        f"not committed: the code changed since the last successful build "
+                        f"({shown}); build first: stop_app, build_app (it must succeed), check "
+                        "the change in the app again, then git_commit"
+                    )
             result = await self.git.commit(message)
         return str(result)
 

@@ -22,14 +22,11 @@ of thing:
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import os
 import re
 import secrets
 import shutil
-import signal
-import sys
 import threading
 import time
 from datetime import UTC, datetime
@@ -39,7 +36,6 @@ from typing import Annotated, Any, Literal, get_args
 from pydantic import BaseModel, Field
 
 from loopkit.abstractions import FunctionTool, Tool, ToolError
-from loopkit.child_env import child_environment
 from loopkit.errors import LoopkitError
 from loopkit.run_context import current_run
 from loopkit_ui.backends import TreeSnapshot
@@ -47,8 +43,10 @@ from loopkit_ui.scripts.findings import Finding, crash_signs, first_stack_line, 
 from loopkit_ui.scripts.loader import ScriptLoadError, load_script, validate_document
 from loopkit_ui.scripts.oracles import WindowContent, window_content, window_finding
 from loopkit_ui.scripts.report import write_gif, write_report
-from loopkit_ui.scripts.results import RunResult, StepResult
+from loopkit_ui.scripts.results import CriterionResult, RunResult, StepResult
+from loopkit_ui.scripts.run_once import run_script_once
 from loopkit_ui.scripts.store import ResultStore
+from loopkit_ui.tester_report import crop_to_windows, subagent_notes
 
 __all__ = ["FINDING_KINDS", "TESTER_TOOL_NAMES", "TesterConfig", "TesterTools"]
 
@@ -106,6 +104,11 @@ class TesterConfig(BaseModel):
         default=None,
         description="the agent run's log (JSON lines): its subagent runs go in the report",
     )
+    criteria: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="the card's acceptance criteria ({id, text, manual}): steps name the ones "
+        "they check (record_step's criterion), the report lists each with its evidence",
+    )
 
 
 class TesterTools:
@@ -122,6 +125,16 @@ class TesterTools:
             name=config.name,
             started=started.isoformat(timespec="seconds"),
             run_dir=str(config.report_dir.resolve()),
+            status="running",  # a row from the start; its verdict when the run ends
+            criteria=[
+                CriterionResult(
+                    id=str(c["id"]),
+                    text=str(c["text"]),
+                    manual=bool(c.get("manual", False)),
+                    status="unverified" if c.get("manual") else "unchecked",
+                )
+                for c in config.criteria
+            ],
         )
         #: The runner's verdict on each regression script, in order.
         self.regressions: list[dict[str, Any]] = []
@@ -169,10 +182,42 @@ class TesterTools:
         return Path(self.result.report) if self.result.report else None
 
     async def __aenter__(self) -> TesterTools:
+        # The run is a row of the findings database from its start (status running).
+        await asyncio.to_thread(self._store_locked)
         return self
 
-    async def __aexit__(self, *exc: object) -> None:
-        return None
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: object
+    ) -> None:
+        """The run ended: a run still ``running`` (no report) gets its verdict now:
+        ``cancelled``, ``error`` (an exception ended it), else ``failed`` (it ended without a
+        report); :meth:`finish` may say better."""
+        with self._lock:
+            if self.result.status != "running":
+                return
+            if exc_type is not None and issubclass(exc_type, asyncio.CancelledError):
+                self.result.status, why = "cancelled", "the run was cancelled"
+            elif exc_type is not None:
+                self.result.status, why = "error", f"{exc_type.__name__}: {exc}"
+            else:
+                self.result.status, why = "failed", "the run ended before its report"
+            self.result.error = why
+            self._store_run()
+            self._save_record()
+
+    def finish(self, passed: bool, reason: str | None = None) -> None:
+        """The run's real verdict (its RESULT line), once it ended: ``passed``, or ``failed``
+        with ``reason``; the row and the record say so (a report already written keeps its
+        path)."""
+        with self._lock:
+            self.result.status = "passed" if passed else "failed"
+            self.result.error = None if passed else (reason or "the test failed")
+            self._store_run()
+            self._save_record()
+
+    def _store_locked(self) -> None:
+        with self._lock:
+            self._store_run()
 
     # ------------------------------------------------------------------ steps
 
@@ -184,9 +229,13 @@ class TesterTools:
         screenshot: Annotated[
             str, "a path ui_screenshot answered, or 'latest' for the newest one, for the report"
         ] = "",
+        criterion: Annotated[
+            str, "the acceptance criterion (or criteria, 'C1, C3') this step checks, if any"
+        ] = "",
     ) -> str:
         """Record one checked step of the test for the report."""
         description = _one_line("description", description, 300)
+        checks = self._criteria_of(criterion)
         shot = self._copy_screenshot(screenshot) if screenshot else None
         with self._lock:
             now = time.perf_counter()
@@ -208,9 +257,25 @@ class TesterTools:
             )
             if shot is not None:
                 self.result.screenshots.append(shot)
+            for item in checks:
+                item.steps.append(index)
+                if item.status != "failed":  # one failed check fails the criterion
+                    item.status = "passed" if passed else "failed"
+                item.screenshot = shot or item.screenshot
             self._save_record()
         verdict = "passed" if passed else "FAILED"
-        return f"step {index + 1} recorded ({verdict}): {description}"
+        of = f" [{', '.join(c.id for c in checks)}]" if checks else ""
+        return f"step {index + 1} recorded ({verdict}){of}: {description}"
+
+    def _criteria_of(self, given: str) -> list[CriterionResult]:
+        """The criteria named in ``given`` ("C1" or "C1, C3"); a ToolError for an unknown one."""
+        ids = [part.strip().upper() for part in re.split(r"[,\s]+", given) if part.strip()]
+        by_id = {c.id: c for c in self.result.criteria}
+        unknown = [i for i in ids if i not in by_id]
+        if unknown:
+            known = ", ".join(by_id) or "none (no criteria were given to this run)"
+            raise ToolError(f"criterion {', '.join(unknown)}: not a criterion here ({known})")
+        return [by_id[i] for i in dict.fromkeys(ids)]
 
     def _copy_screenshot(self, given: str) -> str:
         path = self._ui_file(given, ".png", "screenshot")
@@ -218,6 +283,7 @@ class TesterTools:
         folder.mkdir(parents=True, exist_ok=True)
         target = folder / f"{len(self.result.steps) + 1:03d}-{path.name}"
         shutil.copyfile(path, target, follow_symlinks=False)
+        crop_to_windows(target)
         return f"screenshots/{target.name}"
 
     # ------------------------------------------------------------------ findings
@@ -391,60 +457,14 @@ class TesterTools:
         )
 
     async def _run_script(self, path: Path) -> dict[str, Any]:
-        out = self.config.runner_out
-        out.mkdir(parents=True, exist_ok=True)
-        before = set((out / "runs").glob("*")) if (out / "runs").exists() else set()
-        command = [
-            sys.executable, "-m", "loopkit_ui.scripts", "run", str(path),
-            "--out", str(out), "--db", str(self.config.database),
-            "--no-system-log", "--no-gif",
-        ]  # fmt: skip
-        process = await asyncio.create_subprocess_exec(
-            *command,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.STDOUT,
-            env=child_environment(self.config.env_passthrough, extra=self.config.env),
+        return await run_script_once(
+            path,
+            out=self.config.runner_out,
+            database=self.config.database,
+            env=self.config.env,
+            env_passthrough=self.config.env_passthrough,
+            timeout_s=self.config.runner_timeout_s,
         )
-        try:
-            output, _ = await asyncio.wait_for(
-                process.communicate(), timeout=self.config.runner_timeout_s
-            )
-        except TimeoutError:
-            _stop(process)
-            await process.wait()
-            raise ToolError(
-                f"the script runner did not finish {path.name} within "
-                f"{self.config.runner_timeout_s:g} s and was stopped; a step may wait for "
-                "something that never comes (check its expect and timeout)"
-            ) from None
-        except asyncio.CancelledError:
-            _stop(process)
-            await asyncio.shield(process.wait())
-            raise
-        text = output.decode("utf-8", "replace")
-        new = sorted(set((out / "runs").glob("*")) - before)
-        result_file = new[-1] / "result.json" if new else None
-        if result_file is None or not result_file.is_file():
-            raise ToolError(
-                f"the script runner did not run {path.name} (exit status {process.returncode}): "
-                + " ".join(text.split())[:600]
-            )
-        run = RunResult.model_validate_json(result_file.read_text("utf-8"))
-        failed_steps = [s for s in run.steps if s.status == "failed"]
-        details = [f"failed {s.path} ({s.label}): {s.message.splitlines()[0] if s.message else ''}"
-                   for s in failed_steps]  # fmt: skip
-        details += [f"finding {f.fingerprint} {f.kind}: {f.summary}" for f in run.unique_findings()]
-        if run.error:
-            details.insert(0, run.error)
-        return {
-            "script": str(path),
-            "run_id": run.run_id,
-            "status": run.status,
-            "summary": f"{run.count('passed')} passed, {run.count('failed')} failed, "
-            f"{run.count('skipped')} skipped, {len(run.unique_findings())} finding(s)",
-            "report": run.report,
-            "details": "\n".join(details),
-        }
 
     # ------------------------------------------------------------------ the report
 
@@ -466,6 +486,12 @@ class TesterTools:
                 raise ToolError(
                     "write_test_report: no regression script was run; write one with "
                     "write_regression_script first"
+                )
+            unchecked = [c.id for c in self.result.criteria if c.status == "unchecked"]
+            if verdict == "passed" and unchecked:
+                raise ToolError(
+                    f"write_test_report: {', '.join(unchecked)} not checked: a passed test "
+                    "checks every criterion; record_step(criterion=...) for each check"
                 )
             self.result.status = verdict
             self.result.notes.insert(0, f"verdict: {verdict}. {summary}")
@@ -501,42 +527,6 @@ class TesterTools:
         )
 
 
-def subagent_notes(run_log: Path) -> list[str]:
-    """One report note per subagent run (an agent used as a tool) in ``run_log``: its name, its
-    run id, its rounds, tool calls and how it ended (``running`` while it has not)."""
-    children: dict[str, dict[str, Any]] = {}
-    ends: dict[str, dict[str, Any]] = {}
-    with contextlib.suppress(OSError), run_log.open(encoding="utf-8") as lines:
-        for line in lines:
-            try:
-                event = json.loads(line)
-            except ValueError:
-                continue  # a line still being written
-            if not isinstance(event, dict):
-                continue
-            data: dict[str, Any] = event["data"] if isinstance(event.get("data"), dict) else {}
-            if event.get("type") == "child_run" and data.get("child_run_id"):
-                children[str(data["child_run_id"])] = data
-            elif event.get("type") == "run_end" and event.get("parent_run_id"):
-                ends[str(event.get("run_id"))] = data
-    notes = []
-    for child_id, child in children.items():
-        end = ends.get(child_id)
-        if end is None:
-            how = "running"
-        else:
-            totals: dict[str, Any] = end["totals"] if isinstance(end.get("totals"), dict) else {}
-            how = (
-                f"{end.get('status', 'ended')}, {totals.get('rounds', '?')} rounds, "
-                f"{totals.get('tool_calls', '?')} tool calls"
-            )
-        notes.append(
-            f"subagent {child.get('name') or child.get('tool')} (tool {child.get('tool')}, "
-            f"child run {child_id}): {how}"
-        )
-    return notes
-
-
 def _one_line(what: str, text: str, limit: int) -> str:
     text = " ".join(text.split())
     if not text:
@@ -547,12 +537,6 @@ def _one_line(what: str, text: str, limit: int) -> str:
 def _problems(label: str, error: ScriptLoadError) -> str:
     listed = "\n".join(f"- {e}" for e in error.errors)
     return f"{label} is not valid for the script runner ({len(error.errors)} problem(s)):\n{listed}"
-
-
-def _stop(process: asyncio.subprocess.Process) -> None:
-    """Stop the runner: on SIGTERM it ends its app and exits."""
-    with contextlib.suppress(ProcessLookupError):
-        process.send_signal(signal.SIGTERM)
 
 
 _DESCRIPTIONS = {

@@ -121,7 +121,7 @@ def test_an_unparseable_card_is_shown_with_its_error(tmp_path: Path) -> None:
         assert f'data-card="{CARD}.md"' in home.text  # the good card is still there
         assert "the front matter is not valid YAML" in home.text
         assert "no front matter" in home.text
-        assert "states are: New, In Work, Done, Failed" in home.text
+        assert "states are: New, In Work, In Test, Done, Failed" in home.text
         page = client.get("/cards/broken.md")
         assert page.status_code == 200 and "not valid YAML" in page.text
         # saving text that is not a card: refused with the reason, the file unchanged

@@ -57,7 +57,7 @@ def test_state_added_when_missing() -> None:
         ("no front matter here", "no front matter"),
         ("---\nstate: New\n---\nbody", "title: Field required"),
         ("---\ntitle: '  '\n---\n", "title must not be empty"),
-        ("---\ntitle: T\nstate: Doing\n---\n", "states are: New, In Work, Done, Failed"),
+        ("---\ntitle: T\nstate: Doing\n---\n", "states are: New, In Work, In Test, Done, Failed"),
         ("---\ntitle: [unclosed\n---\n", "not valid YAML"),
         ("---\n- a list\n---\n", "must be a YAML mapping"),
     ],

@@ -37,6 +37,10 @@ def test_card_run_then_acceptance_criteria_live(
     assert Card.load(card).state is CardState.DONE
     events = run.events()
     assert events[0]["type"] == "start" and events[-1]["data"]["status"] == "done"
+    # Every criterion proven: fresh evidence, and the live checks replayed on a fresh app.
+    assert "verified by replay" in " ".join(run.output.split())
+    assert events[-1]["data"]["verified_by_replay"] is True
+    assert {c["status"] for c in events[-1]["data"]["criteria"]} == {"verified"}
     # one commit on top of the initial copy, changing exactly one file of the app (and the
     # notes, when the run wrote one: the delete card's run does, for the runs after it)
     assert run.git("rev-list", "--count", "HEAD").strip() == "2"

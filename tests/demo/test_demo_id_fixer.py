@@ -153,7 +153,7 @@ def _turns(script: Script, prefix: str) -> list[Turn]:
         Turn(
             text=t.text or None,
             tool_calls=tuple(
-                ScriptedToolCall(c.name, c.arguments, f"{prefix}_{n}_{i}")
+                ScriptedToolCall(c.name, c.arguments, c.id or f"{prefix}_{n}_{i}")
                 for i, c in enumerate(t.calls, start=1)
             ),
         )

@@ -79,7 +79,16 @@ def test_develop_then_test_the_delete_card(
     report = _report(tested.output)
     html = report.read_text("utf-8")
     assert "passed" in html and "No leaves everything as is" in html
-    assert len(list((report.parent / "screenshots").glob("*.png"))) == 2
+    shots = sorted((report.parent / "screenshots").glob("*.png"))
+    assert len(shots) == 2
+    # Each criterion with its evidence; the screenshots show the app's windows, not the desktop.
+    for criterion in ("C1", "C2", "C3"):
+        assert f'<tr id="criterion-{criterion}"><td>{criterion}</td>' in html
+    from PIL import Image
+
+    for shot in shots:
+        with Image.open(shot) as image:
+            assert image.width < 1280 and image.height < 1024, (shot, image.size)
 
     # The regression script ran once in the runner before the RESULT line, and passed.
     database = tmp_path / "runs" / "results.sqlite"
@@ -116,6 +125,10 @@ def test_a_test_run_files_the_planted_crash_as_the_script_runner_does(
     assert "RESULT: failed: opening a file that is not an invoice crashes" in tested.output
     assert Card.load(card).state is CardState.FAILED
     database = tmp_path / "runs" / "results.sqlite"
+    agent_rows = [r for r in ResultStore(database).runs() if "-agent-" in r["run_id"]]
+    assert [(r["status"], r["error"]) for r in agent_rows] == [
+        ("failed", "opening a file that is not an invoice crashes the app (crash_dialog finding)")
+    ]
     crashes = [f for f in ResultStore(database).findings() if f["kind"] == "crash_dialog"]
     assert len(crashes) == 1 and crashes[0]["count"] == 1, crashes
     agent_run = crashes[0]["runs"][0]

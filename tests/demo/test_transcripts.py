@@ -65,3 +65,24 @@ def test_the_id_fixing_card_hands_the_writing_to_the_subagent() -> None:
     assert names.index("fix_missing_ids") < names.index("build_app") < names.index("write_note")
     assert {c.name for c in child} <= {"list_files", "read_file", "write_file"}
     assert [c.name for c in child].count("write_file") == 1
+
+
+def test_every_develop_transcript_cites_evidence_for_every_checkable_criterion() -> None:
+    """The develop role verifies: each bundled run records, for each criterion of its card that
+    is not (manual), checks by the ids it gave them, after its last build."""
+    from loopkit import Card
+
+    for name in [*CARD_NAMES, ID_CARD]:
+        criteria = Card.load(ROOT / "examples" / "cards" / f"{name}.md").criteria
+        calls = [c for t in Script.load(bundled_transcripts()[name]).turns for c in t.calls]
+        names = [c.name for c in calls]
+        cited = {
+            c.arguments["criterion"]: c.arguments["calls"]
+            for c in calls
+            if c.name == "record_evidence"
+        }
+        assert sorted(cited) == [c.id for c in criteria if not c.manual], name
+        ids = {c.id: i for i, c in enumerate(calls) if c.id}
+        build = max(i for i, n in enumerate(names) if n == "build_app")
+        for criterion, given in cited.items():
+            assert all(ids[g] > build for g in given), (name, criterion)

@@ -45,6 +45,7 @@ OPTIONS = re.compile(r"^(fake-anthropic|desktop|exit=\d+)$")
 MINIMUM = {
     "README.md": 2,
     "docs/agents.md": 10,
+    "docs/cards.md": 2,
     "docs/architecture.md": 2,
     "docs/interop.md": 5,
     "docs/mcp.md": 1,

@@ -8,9 +8,11 @@ category: Improvement
 ---
 Body with **Acceptance criteria** ...
 ```
-States move New → In Work → Done / Failed. Writing a state back changes only the ``state:`` line
-of the front matter; the body is left byte for byte as it was. The file keeps its mode (and, where
-allowed, its owner), and a card reached through a symlink is written at the symlink's target.
+States move New → In Work → Done / Failed; a card tested after it was developed goes New → In
+Work → In Test → Done / Failed (docs/cards.md). Writing a state back changes only the ``state:``
+line of the front matter; the body is left byte for byte as it was. The file keeps its mode (and,
+where allowed, its owner), and a card reached through a symlink is written at the symlink's
+target.
 
 A card larger than ``max_bytes`` (64 KiB by default) is refused unread: at most ``max_bytes + 1``
 bytes are ever read, and such a file is never rewritten.
@@ -30,6 +32,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
+from loopkit.cards.criteria import Criterion, parse_criteria
 from loopkit.errors import CardError, describe_validation_error
 
 #: Cards are short Markdown files; a larger file is refused unread.
@@ -46,6 +49,8 @@ _STATE_LINE = re.compile(r"^(state[ \t]*:[ \t]*)([^\r\n]*?)([ \t]*\r?)$", re.MUL
 class CardState(StrEnum):
     NEW = "New"
     IN_WORK = "In Work"
+    #: Developed, and being tested by a test run (the develop → test pipeline, a test run).
+    IN_TEST = "In Test"
     DONE = "Done"
     FAILED = "Failed"
 
@@ -82,22 +87,15 @@ class Card(BaseModel):
         return self.front_matter.state
 
     @property
+    def criteria(self) -> list[Criterion]:
+        """The acceptance criteria with their ids (``C1``, ``C2``, ...; may be empty): the
+        bullet points under an "Acceptance criteria" heading (:mod:`loopkit.cards.criteria`)."""
+        return parse_criteria(self.body)
+
+    @property
     def acceptance_criteria(self) -> list[str]:
-        """The bullet points under an "Acceptance criteria" heading (may be empty)."""
-        m = re.search(
-            r"acceptance criteria\**:?\**\s*\n(.*?)(?:\n\s*\n(?![ \t]*[-*] )|\Z)",
-            self.body,
-            re.IGNORECASE | re.DOTALL,
-        )
-        if not m:
-            return []
-        items: list[str] = []
-        for line in m.group(1).splitlines():
-            if re.match(r"^\s*[-*]\s+", line):
-                items.append(re.sub(r"^\s*[-*]\s+", "", line).strip())
-            elif items and line.strip():
-                items[-1] += " " + line.strip()
-        return items
+        """The acceptance criteria's texts, in order (a ``(manual)`` tag left out)."""
+        return [c.text for c in self.criteria]
 
     @classmethod
     def parse(cls, text: str, path: Path | None = None) -> Card:

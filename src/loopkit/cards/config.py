@@ -153,6 +153,12 @@ class RunnerConfig(BaseSettings):
         description="A folder of your own role files (<name>.md, and reference/<name>.md): a "
         "role there overrides a bundled role of the same name.",
     )
+    replay: bool = Field(
+        default=True,
+        description="A role that verifies (develop) replays its live checks as a regression "
+        "script on a fresh app of the committed code before its RESULT: done counts; false: the "
+        "evidence is checked, nothing replayed.",
+    )
     runs_dir: Path = Field(
         default=Path("runs"), description="Where scratch repositories and logs go."
     )

@@ -51,6 +51,7 @@ __all__ = [
     "CardRunResult",
     "DurableCardRunner",
     "DurableToolSource",
+    "PipelineSpec",
     "PreparedRun",
     "finish_card_run",
     "get_card_run",
@@ -65,6 +66,22 @@ PREPARE_STEP = "loopkit.card.prepare"
 FINISH_STEP = "loopkit.card.finish"
 #: The role of a request that names none.
 DEFAULT_ROLE = "develop"
+
+
+class PipelineSpec(BaseModel):
+    """A run of the develop → test pipeline (``--then test``): after a ``develop`` run that ends
+    done the ``then`` role runs in its repository; after a ``then`` run that fails, ``develop``
+    runs again with the defects, while round trips are left (``round`` counts from 1)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    develop: str = DEFAULT_ROLE
+    then: str = "test"
+    round: int = Field(default=1, ge=1)
+    round_trips: int = Field(default=2, ge=0)
+    #: The scripted model's transcript given for the first developer run (the other runs' lie
+    #: beside it: loopkit.demo.pipeline.pipeline_transcript); None: the bundled ones.
+    transcript: str | None = None
 
 
 class CardRunRequest(BaseModel):
@@ -89,6 +106,10 @@ class CardRunRequest(BaseModel):
     repo: str | None = None
     #: A message that comes with the card ("remember ..." adds a feedback rule).
     message: str | None = None
+    #: The run this one follows (a test of a develop run, a follow-up run), if any.
+    parent: str | None = None
+    #: This run is a step of the develop → test pipeline.
+    pipeline: PipelineSpec | None = None
 
     @classmethod
     def create(
@@ -100,6 +121,8 @@ class CardRunRequest(BaseModel):
         config_path: str | Path | None = None,
         repo: str | Path | None = None,
         message: str | None = None,
+        parent: str | None = None,
+        pipeline: PipelineSpec | None = None,
         **overrides: Any,
     ) -> CardRunRequest:
         """A request for ``card`` in ``role``: ``config`` as given, or read from
@@ -125,6 +148,8 @@ class CardRunRequest(BaseModel):
             config_path=None if config_path is None else str(Path(config_path).resolve()),
             repo=None if repo is None else str(Path(repo).resolve()),
             message=message,
+            parent=parent,
+            pipeline=pipeline,
         )
 
     def runner_config(self) -> RunnerConfig:
@@ -163,6 +188,11 @@ class CardRunResult(BaseModel):
     repo: str | None = None
     #: The role's word for success (``done``; a tester's ``passed``).
     success_word: str = "done"
+    #: The run the pipeline queued after this one (a test run, or a developer's next round).
+    next_run: str | None = None
+    #: How the acceptance criteria were proven (the summary's ``verified`` line), if the role
+    #: verifies.
+    verification: str | None = None
 
     @property
     def done(self) -> bool:
@@ -232,7 +262,12 @@ class DurableCardRunner(CardRunner):
         with _in_run(logs):
             finishing = asyncio.ensure_future(
                 finish_card_run(
-                    card, result, self.log, write_state=write_state, **self.result_details(answer)
+                    card,
+                    result,
+                    self.log,
+                    write_state=write_state,
+                    done_state=self.done_state,
+                    **self.result_details(answer),
                 )
             )
         try:
@@ -252,6 +287,7 @@ class DurableCardRunner(CardRunner):
             run=answer,
             run_id=run.run_id if run is not None else None,
             totals=ended["totals"],
+            verification=self.verification,
         )
 
     def _honour_cancel(
@@ -307,15 +343,22 @@ async def _whole(finishing: asyncio.Future[dict[str, Any]]) -> dict[str, Any]:
 
 
 async def finish_card_run(
-    card: Card, result: RunResult, log: RunLog, *, write_state: bool = True, **details: Any
+    card: Card,
+    result: RunResult,
+    log: RunLog,
+    *,
+    write_state: bool = True,
+    done_state: CardState = CardState.DONE,
+    **details: Any,
 ) -> dict[str, Any]:
     """The end of a durable card run, as a checkpoint (once, ever): the card's new state,
     written into the file as it is now (an edit made while the run was interrupted stays), and
     the ``result`` line; returns ``{"card_state", "totals", "status", "reason"}``. Call it in
-    the run's scope so the line belongs to the run."""
+    the run's scope so the line belongs to the run. ``done_state``: the card's state after a
+    success (Done; In Test when a test run follows)."""
 
     def finish() -> dict[str, Any]:
-        state = CardState.DONE if result.done else CardState.FAILED
+        state = done_state if result.done else CardState.FAILED
         if write_state and card.path is not None:
             try:
                 Card.load(card.path).save_state(state)
@@ -359,6 +402,11 @@ class CardRunRecord:
     worker_alive: bool | None
     created_at: datetime | None
     updated_at: datetime | None
+    #: The repository the run works in (its own copy of the app, or an earlier run's).
+    repo: str | None = None
+    #: The run it follows (a test run's develop run), and the run queued after it.
+    parent: str | None = None
+    next_run: str | None = None
 
     @property
     def tokens(self) -> int:
@@ -443,6 +491,10 @@ async def _card_record(runtime: DurableRuntime, run: RunRecord) -> CardRunRecord
         worker_alive=run.executor_alive,
         created_at=run.created_at,
         updated_at=run.updated_at,
+        repo=(result.repo if result is not None else None)
+        or (prepared.repo if prepared is not None else request.repo),
+        parent=request.parent,
+        next_run=result.next_run if result is not None else None,
     )
 
 

@@ -17,7 +17,9 @@ A role file looks like this::
 the folders of the repository its file tools may write (``{app}`` is the app's folder), ``limits``
 override the run's defaults, ``success_word`` is the word of its successful RESULT line
 (``RESULT: done`` for most roles, ``RESULT: passed`` for a tester), ``rules_scope`` the scope of the
-feedback rules it reads (default: its name).
+feedback rules it reads (default: its name), ``verify: true`` makes the run prove every acceptance
+criterion before its ``RESULT: done`` counts (evidence and a replay: docs/cards.md), and
+``card_state`` is the card's state while the role runs (``In Work``; a tester's ``In Test``).
 
 A :class:`RoleCatalog` finds roles in folders, the first folder that has a role winning: the
 user's own roles folder before the bundled roles, so a user role overrides a bundled one of the
@@ -99,6 +101,11 @@ class RoleFrontMatter(BaseModel):
     limits: RoleLimits = Field(default_factory=RoleLimits)
     success_word: str = "done"
     rules_scope: str | None = None
+    #: The run must prove each acceptance criterion (record_evidence, checked by the runner, and
+    #: a replay on a fresh app) before its RESULT: done counts (loopkit.cards.verification).
+    verify: bool = False
+    #: The card's state while a run of this role runs (a tester's: In Test).
+    card_state: Literal["In Work", "In Test"] = "In Work"
 
     @field_validator("name", "rules_scope")
     @classmethod

@@ -23,12 +23,15 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from loopkit.abstractions.chat import ChatClient, ChatOptions
+from loopkit.abstractions.content import ChatMessage, ChatRole
 from loopkit.abstractions.tools import Tool
 from loopkit.agents.agent import Agent
 from loopkit.agents.result import AgentRunResult
 from loopkit.builder import ChatClientBuilder
 from loopkit.cards.card import Card, CardState
+from loopkit.cards.criteria import criteria_section
 from loopkit.cards.result import RunResult, cited_rules, parse_result
+from loopkit.cards.verification import Verification
 from loopkit.errors import BudgetExceededError, LoopkitError
 from loopkit.mcp.config import MCPServerConfig
 from loopkit.middleware.retry import RetryPolicy
@@ -100,6 +103,8 @@ class CardRunOutcome:
     #: source that could not be opened).
     run_id: str | None = None
     totals: dict[str, Any] = field(default_factory=dict)
+    #: The run's evidence and replay, when its role verifies (:mod:`loopkit.cards.verification`).
+    verification: Verification | None = None
 
 
 CARD_PREFIX = "THE CARD\n--------\n"
@@ -123,6 +128,12 @@ class CardRunner:
     instructions, recorded in the ``start`` line with ``metadata`` (e.g. the role's name), and
     the ``result`` line records the rule numbers the final answer cites (``rules_cited``) and
     those it cites that were never offered (``rules_not_offered``).
+
+    ``verification``: the role must prove its work (:class:`~loopkit.cards.verification.
+    Verification`): ``record_evidence`` is offered, a ``RESULT: done`` is accepted only with
+    fresh evidence for every criterion (answered once when it is missing) and a replay that
+    passes. ``start_state`` is the card's state while the run runs (In Work; a test run's In
+    Test), ``done_state`` its state after a success (Done; In Test when a test run follows).
     """
 
     def __init__(
@@ -142,6 +153,9 @@ class CardRunner:
         offered_rules: Sequence[int] = (),
         metadata: dict[str, Any] | None = None,
         message: str | None = None,
+        verification: Verification | None = None,
+        start_state: CardState = CardState.IN_WORK,
+        done_state: CardState = CardState.DONE,
     ) -> None:
         self.model = model
         self.instructions = instructions
@@ -157,28 +171,37 @@ class CardRunner:
         self.offered_rules = sorted(offered_rules)
         self.metadata = dict(metadata or {})
         self.message = message
+        self.verification = verification
+        self.start_state = start_state
+        self.done_state = done_state
 
     def prompt(self, card: Card) -> str:
-        """The user's message of a run: the card, then the message that came with it."""
+        """The user's message of a run: the card, its acceptance criteria by id (C1, C2, ...),
+        then the message that came with it."""
         extra = f"{MESSAGE_PREFIX}{self.message.strip()}" if self.message else ""
-        return CARD_PREFIX + card.text + extra
+        return CARD_PREFIX + card.text.rstrip("\n") + "\n" + criteria_section(card.criteria) + extra
 
     def run_metadata(self, card: Card) -> dict[str, Any]:
         """What the run log's ``start`` line records about the run."""
-        return {
+        data = {
             "card": card.title,
             "limits": self.limits.as_dict(),
             **self.metadata,
             "rules_offered": self.offered_rules,
         }
+        if self.message:  # what came with the card (a tester's defects in a pipeline)
+            data["message"] = self.message
+        return data
 
     def result_details(self, answer: AgentRunResult[str] | None) -> dict[str, Any]:
-        """What the ``result`` line records beside the RESULT: the rules the answer cites."""
+        """What the ``result`` line records beside the RESULT: the rules the answer cites, and
+        with a verification each criterion's verdict and the replay."""
+        details = self.verification.report() if self.verification is not None else {}
         if answer is None:
-            return {}
+            return details
         cited = cited_rules(answer.text)
         unknown = [n for n in cited if n not in self.offered_rules]
-        return {"rules_cited": cited, "rules_not_offered": unknown}
+        return {"rules_cited": cited, "rules_not_offered": unknown, **details}
 
     def agent(self, tools: Sequence[Tool] = ()) -> Agent[str]:
         """The agent one run of this runner uses, with ``tools`` (the opened sources' tools).
@@ -196,6 +219,9 @@ class CardRunner:
             return logged[0]
 
         middleware: list[Any] = [run_log]
+        if self.verification is not None:
+            tools = [*tools, *self.verification.tools]
+            middleware.append(self.verification.middleware)
         if self.disclosure is not None:
             # Below the run log: its start line lists every tool the run has, while each
             # request offers only the core and the loaded ones.
@@ -223,6 +249,8 @@ class CardRunner:
         """Open the tool sources, make the agent and run it on ``card``. The run's log goes into
         ``logs`` as soon as the agent exists, so a caller's error handling can still name the
         run when the agent run raises."""
+        if self.verification is not None:
+            self.verification.for_card(card)
         async with AsyncExitStack() as stack:
             tools: list[Tool] = []
             for source in self.sources:
@@ -231,12 +259,91 @@ class CardRunner:
             self._check_unique(tools)
             agent, logged = self._agent(tools)
             logs.append(logged)
-            return await agent.run(self.prompt(card), metadata=self.run_metadata(card))
+            answer = await agent.run(self.prompt(card), metadata=self.run_metadata(card))
+            if self.verification is not None:
+                answer = await self._verified(agent, logged, answer, self.verification)
+            return answer
+
+    async def _verified(
+        self,
+        agent: Agent[str],
+        logged: _CardRunLog,
+        answer: AgentRunResult[str],
+        verification: Verification,
+    ) -> AgentRunResult[str]:
+        """A ``RESULT: done`` checked: the evidence of every criterion (what is missing is
+        answered once, in the same run), then the replay. ``verification.failure`` says why
+        the done is refused; the answer returned is the model's last."""
+        if not self._claims_done(answer):
+            return answer
+        run = logged.run
+        assessment = verification.assess()
+        if not assessment.ok:
+            verification.feedback_given = True
+            feedback = assessment.feedback()
+            with run_scope(run) if run is not None else nullcontext():
+                self.log.write(
+                    "verification", status="not verified", reason=assessment.reason(),
+                    criteria=assessment.as_data(), feedback=feedback,
+                )  # fmt: skip
+            answer = await self._continue(agent, run, answer, feedback)
+            if not self._claims_done(answer):
+                return answer
+            assessment = verification.assess()
+            if not assessment.ok:
+                verification.failure = assessment.reason()
+                return answer
+        replay = await verification.replay()
+        if replay is not None:
+            with run_scope(run) if run is not None else nullcontext():
+                self.log.write(
+                    "verification", status="verified" if replay.passed else "replay failed",
+                    line=replay.line(), **replay.model_dump(exclude_defaults=True),
+                )  # fmt: skip
+            if not replay.passed:
+                verification.failure = replay.line()
+        return answer
+
+    def _claims_done(self, answer: AgentRunResult[str]) -> bool:
+        return (
+            parse_result(answer.text, self.success_word).done
+            and not answer.max_rounds_reached
+            and not answer.unknown_tools
+        )
+
+    @staticmethod
+    async def _continue(
+        agent: Agent[str], run: RunContext | None, answer: AgentRunResult[str], text: str
+    ) -> AgentRunResult[str]:
+        """The run goes on after its answer with a message from the runner (``text``): the
+        agent's loop in the same run (its rounds, budget and log), the model's next answer."""
+        ask = ChatMessage.from_text(ChatRole.USER, text)
+        head = (
+            [ChatMessage.from_text(ChatRole.SYSTEM, agent.instructions)]
+            if agent.instructions
+            else []
+        )
+        with run_scope(run) if run is not None else nullcontext():
+            response = await agent.pipeline.get_response(
+                [*head, *answer.all_messages, ask], agent.options
+            )
+        extra = response.additional_properties
+        added = [ask, *response.messages]
+        update: dict[str, Any] = {
+            "output": response.text,
+            "new_messages": [*answer.new_messages, *added],
+            "all_messages": [*answer.all_messages, *added],
+            "max_rounds_reached": bool(extra.get("max_rounds_reached", False)),
+            "unknown_tools": list(extra.get("unknown_tools", ())),
+        }
+        if run is not None:
+            update.update(rounds=run.rounds, tool_calls=run.tool_calls, usage=run.usage)
+        return answer.model_copy(update=update)
 
     async def run(self, card: Card, *, write_state: bool = True) -> CardRunOutcome:
         """Run ``card``; its state becomes In Work, then Done or Failed (written to its file)."""
         if write_state and card.path is not None:
-            card = card.save_state(CardState.IN_WORK)
+            card = card.save_state(self.start_state)
         answer: AgentRunResult[str] | None = None
         logs: list[_CardRunLog] = []
         try:
@@ -261,6 +368,7 @@ class CardRunner:
             run=answer,
             run_id=run.run_id if run is not None else None,
             totals=totals,
+            verification=self.verification,
         )
 
     def _failed(self, reason: str) -> RunResult:
@@ -276,6 +384,8 @@ class CardRunner:
         if answer.unknown_tools:
             names = ", ".join(answer.unknown_tools)
             return self._failed(f"the model called unknown tools: {names}")
+        if result.done and self.verification is not None and self.verification.failure:
+            return self._failed(self.verification.failure)
         return result
 
     def _finish(
@@ -288,7 +398,7 @@ class CardRunner:
     ) -> tuple[Card, dict[str, Any]]:
         """The card's new state written, and the ``result`` line, in the run when it started."""
         run = logged.run if logged is not None else None
-        state = CardState.DONE if result.done else CardState.FAILED
+        state = self.done_state if result.done else CardState.FAILED
         with run_scope(run) if run is not None else nullcontext():
             if write_state and card.path is not None:
                 try:

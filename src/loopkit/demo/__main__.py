@@ -65,6 +65,7 @@ from loopkit.command_line import (  # noqa: E402
     EXIT_INTERRUPTED,
     OneLineParser,
     exit_without_final_collection,
+    positive_int,
 )
 from loopkit.command_line import EXIT_OK as EXIT_DONE  # noqa: E402
 
@@ -75,6 +76,8 @@ examples:
                                                document the feature in the develop run's repository
   python -m loopkit.demo CARD.md --config examples/configs/claude.toml   (ANTHROPIC_API_KEY set)
   python -m loopkit.demo CARD.md --model openai/gpt-5                    (OPENAI_API_KEY set)
+  python -m loopkit.demo CARD.md --then test   develop, then test in the same repository on a fresh
+                                               app; Done only when the test passes (docs/cards.md)
   python -m loopkit.demo CARD.md --durable     a run that survives being killed (the durable extra)
   python -m loopkit.demo --resume              list the interrupted durable runs
   python -m loopkit.demo --resume ID           resume one (or: --resume all)
@@ -147,6 +150,20 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "(default on; --no-strict plays on whatever a tool answers). Beats the config.",
     )
     parser.add_argument(
+        "--then",
+        metavar="ROLE",
+        help="after a run that ends done, run ROLE (e.g. test) in the same repository on a fresh "
+        "app: the card is Done only when it passes; its defects go back to the first role",
+    )
+    parser.add_argument(
+        "--round-trips",
+        type=positive_int,
+        default=None,
+        metavar="N",
+        help="with --then: how many times the defects go back before the card stays Failed "
+        "(default 2)",
+    )
+    parser.add_argument(
         "--durable",
         action="store_const",
         const=True,
@@ -168,6 +185,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         parser.error("the card file is required (or --resume to list interrupted runs)")
     if args.durable and args.record_transcript is not None:
         parser.error("--record-transcript does not work with --durable yet; record without it")
+    if args.then is not None and (args.durable or args.record_transcript is not None):
+        parser.error(
+            "--then does not work with --durable or --record-transcript yet; for a durable "
+            "develop → test pipeline use python -m loopkit.runs enqueue CARD.md --then test"
+        )
+    if args.round_trips is not None and args.then is None:
+        parser.error("--round-trips goes with --then ROLE")
     return args
 
 
@@ -256,6 +280,11 @@ class RunRequest:
     role: Role
     repo: Path | None = None
     message: str | None = None
+    #: ``--then``: the role that runs after a done run (the pipeline), its round trips, and
+    #: the limits given on the command line (they beat each role's own).
+    then: Role | None = None
+    round_trips: int | None = None
+    given: frozenset[str] = frozenset()
 
 
 async def _run_until_interrupted(
@@ -288,6 +317,14 @@ async def _run_until_interrupted(
 
             return await resume_demo_runs(config, resume, console)
         assert run is not None
+        if run.then is not None:
+            from loopkit.demo.pipeline import DEFAULT_ROUND_TRIPS, run_pipeline
+
+            return await run_pipeline(
+                config, run.card, console, develop=run.role, then=run.then, repo=run.repo,
+                message=run.message, round_trips=run.round_trips or DEFAULT_ROUND_TRIPS,
+                given=run.given,
+            )  # fmt: skip
         return await run_demo(
             config, run.card, console, role=run.role, repo=run.repo, message=run.message
         )
@@ -365,13 +402,22 @@ def _main(argv: list[str]) -> int:
         except CardError as e:  # read but not valid: its own log, marked Failed (documented)
             return refuse_invalid_card(config, args.card, e, console)
         check_settings(config, args.card, role, args.repo)
+        then = None
+        if args.then is not None:
+            from loopkit.demo.pipeline import pipeline_transcript
+
+            then = find_role(config, args.then)
+            check_settings(with_role_limits(config, then, given), args.card, then, args.repo)
+            follows = pipeline_transcript(config, args.card, then.name, 1)
+            if follows is not None and not follows.is_file():
+                raise ConfigError(f"--then {then.name}: no transcript {follows} for it")
     except (ConfigError, CardError, WorkspaceError, RoleError) as e:
         message = str(e).replace("\n", " ")
         print(f"error: {message}", file=sys.stderr)  # one line; nothing started or created
         return EXIT_BAD_INPUT
     if _needs_headless_desktop(config.headless):
         return _rerun_in_headless_desktop(argv, config, args.card)
-    run = RunRequest(card, role, args.repo, args.message)
+    run = RunRequest(card, role, args.repo, args.message, then, args.round_trips, frozenset(given))
     return asyncio.run(_run_until_interrupted(config, run, console))
 
 

@@ -123,7 +123,8 @@ def _prepare(config: RunnerConfig, card_path: Path, request: CardRunRequest) -> 
     """The card In Work and a scratch repository (or the earlier run's: ``request.repo``), and
     a "remember" message made a feedback rule (the run's preparation checkpoint: once)."""
     role = find_role(config, request.role)
-    card = Card.load(card_path, max_bytes=config.max_card_bytes).save_state(CardState.IN_WORK)
+    card = Card.load(card_path, max_bytes=config.max_card_bytes)
+    card = card.save_state(CardState(role.front_matter.card_state))
     if request.repo is not None:
         name = f"{card_path.stem}-{role.name}"
         scratch = open_scratch_repo(
@@ -193,16 +194,19 @@ async def card_run_workflow(request: dict[str, Any]) -> dict[str, Any]:
     log_path = Path(prepared.log_path)
     # A process stopped by a signal wrote `interrupted` itself; only a killed one could not.
     durable.interrupted_logged = _last_line_type(log_path) == "interrupted"
+    verification: str | None = None
     with DurableRunLog(log_path) as log:
         durable.on_event = lambda kind, data: log.write(kind, **data)
         try:
             role = find_role(config, req.role)
             played = transcript_for(config, card_path, role.name) if config.scripted else None
+            tested_next = req.pipeline is not None and req.role == req.pipeline.develop
             runner = card_runner(
                 config, make_model(config, card_path, role.name),
                 local_tools(config, scratch, role), scratch, log, role=role,
                 memory=role_memory(config, scratch), message=prepared.message, durable=True,
-                transcript=played,
+                transcript=played, card=card,
+                done_state=CardState.IN_TEST if tested_next else CardState.DONE,
             )  # fmt: skip
         except Exception as e:  # the settings do not work in this process (a key, a module)
             result = RunResult(status="failed", reason=f"{type(e).__name__}: {e}")
@@ -213,7 +217,15 @@ async def card_run_workflow(request: dict[str, Any]) -> dict[str, Any]:
                 outcome = await runner.run(card)
             result, totals = outcome.result, outcome.totals
             card_state = outcome.card.state.value if outcome.card else CardState.FAILED.value
+            if outcome.verification is not None:
+                verification = outcome.verification.summary()
     commits = scratch.commits_since(prepared.base)
+    next_run = None
+    if req.pipeline is not None:
+        # Not a step (DBOS starts no workflow inside one): the enqueue is the workflow's own
+        # call, recorded by DBOS, with an id derived from this run's: queued once, also when
+        # this run is resumed.
+        next_run = await _queue_next(req, result, scratch, durable.workflow_id)
     return CardRunResult(
         status=result.status,
         reason=result.reason,
@@ -223,7 +235,27 @@ async def card_run_workflow(request: dict[str, Any]) -> dict[str, Any]:
         log_path=str(log_path),
         repo=str(scratch.repo),
         success_word=result.success_word,
+        next_run=next_run,
+        verification=verification,
     ).model_dump(mode="json")
+
+
+async def _queue_next(
+    request: CardRunRequest, result: RunResult, scratch: ScratchRepo, run_id: str
+) -> str | None:
+    """The pipeline's next run queued (its id), or None when the pipeline ends here: the card
+    stays as the run left it (Done after a tester that passed, Failed otherwise)."""
+    from loopkit.cards.queue import enqueue_card_run
+    from loopkit.demo.pipeline import next_request, next_run_id
+
+    follow = next_request(request, result, scratch.repo, scratch.run_dir, run_id)
+    if follow is None:
+        return None
+    runtime = DurableRuntime._running  # the worker's (a pipeline runs on the queue)
+    if runtime is None:
+        return None
+    queued = await enqueue_card_run(runtime, follow, run_id=next_run_id(run_id, follow))
+    return queued.run_id
 
 
 # -- the demo's commands -----------------------------------------------------------------------
@@ -239,6 +271,7 @@ def _summary(console: Console, result: CardRunResult) -> int:
             commit=result.commit,
             log_path=result.log_path or "none",
             repo=result.repo or "none",
+            verification=result.verification,
         )
     )
     return EXIT_DONE if result.done else EXIT_FAILED

@@ -99,15 +99,19 @@ def summary_table(
     log_path: str,
     repo: str,
     subagents: Sequence[str] = (),
+    verification: str | None = None,
 ) -> Table:
     """The end-of-run summary: the result first, then the figures and where things are;
-    ``subagents``: a line per child run (its own figures, not in the run's)."""
+    ``subagents``: a line per child run (its own figures, not in the run's); ``verification``:
+    how the acceptance criteria were proven (``verified by replay: ...``)."""
     table = Table(show_header=False, box=None, pad_edge=False)
     table.add_column(style="bold", no_wrap=True)
     table.add_column(overflow="fold")
     style = "red" if status == "failed" else "green"  # "done", or a role's word ("passed")
     table.add_row("result", Text(f"RESULT: {status}" + (f": {reason}" if reason else ""), style))
     table.add_row("card", Text(card_state))
+    if verification:
+        table.add_row("verified", Text(verification))
     table.add_row("rounds", str(totals.get("rounds", 0)))
     table.add_row(
         "tool calls",

@@ -9,10 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import importlib
-import os
-import stat
 import sys
-from importlib import resources
+from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
@@ -22,15 +20,17 @@ from rich.console import Console
 from rich.markup import escape
 
 from loopkit.abstractions.chat import ChatClient
-from loopkit.cards import (
-    Card,
-    CardState,
-    ConfigError,
-    RunnerConfig,
-    mark_failed_in_file,
-    read_card_text,
-)
+from loopkit.cards import Card, CardState, ConfigError, RunnerConfig, RunResult
 from loopkit.cards.roles import Role
+
+# Where callers look for them (the settings' checks and the model have modules of their own).
+from loopkit.demo.checks import check_durable as check_durable
+from loopkit.demo.checks import check_log_destination as check_log_destination
+from loopkit.demo.checks import read_card as read_card
+from loopkit.demo.checks import refuse_invalid_card as refuse_invalid_card
+from loopkit.demo.model import bundled_transcripts as bundled_transcripts
+from loopkit.demo.model import check_model, first_line, make_model, role_line, transcript_for
+from loopkit.demo.model import instructions as instructions
 from loopkit.demo.progress import LiveProgress, summary_table
 from loopkit.demo.role_tools import (
     DEFAULT_ROLE,
@@ -57,7 +57,6 @@ from loopkit.demo.workspace import (
     create_scratch_repo,
     new_run_dir,
     open_scratch_repo,
-    slug,
 )
 from loopkit.errors import CardError, describe_validation_error
 
@@ -68,98 +67,6 @@ if TYPE_CHECKING:
 
 # The runner (the agent layer, MCP, retries, the run log) is imported by the functions that use it:
 # the process that only checks the settings and starts the headless desktop never needs it.
-
-_KEY_VARIABLES = {"anthropic/": "ANTHROPIC_API_KEY", "openai/": "OPENAI_API_KEY"}
-
-
-def instructions(role: str = DEFAULT_ROLE) -> str:
-    """The instructions of a bundled role (the ``develop`` role's by default)."""
-    return find_role(RunnerConfig(), role).instructions
-
-
-def bundled_transcripts(role: str = DEFAULT_ROLE) -> dict[str, Path]:
-    """The scripted model's transcripts for ``role`` by card name: ``transcripts/<card>.json``
-    for ``develop``, ``transcripts/<role>/<card>.json`` for the other roles."""
-    folder = resources.files("loopkit.demo").joinpath("transcripts")
-    if role != DEFAULT_ROLE:
-        folder = folder.joinpath(role)
-        if not folder.is_dir():
-            return {}
-    return {
-        Path(str(entry)).stem: Path(str(entry))
-        for entry in folder.iterdir()
-        if str(entry).endswith(".json")
-    }
-
-
-def transcript_for(config: RunnerConfig, card_path: Path, role: str = DEFAULT_ROLE) -> Path:
-    """The transcript the scripted model plays: the one given, else the bundled one of the card
-    for ``role``."""
-    if config.transcript is not None:
-        return config.transcript
-    available = bundled_transcripts(role)
-    found = available.get(card_path.stem)
-    if found is None:
-        of_role = "" if role == DEFAULT_ROLE else f" in the role {role!r}"
-        raise CardError(
-            f"the scripted model has no transcript for {card_path.name}{of_role} (bundled: "
-            f"{', '.join(sorted(available)) or 'none'}). Give one with --transcript, or use a "
-            "real model with --model / --config."
-        )
-    return found
-
-
-def first_line(config: RunnerConfig, card_path: Path, role: str = DEFAULT_ROLE) -> str:
-    """The run's first line: which model answers, and for the scripted model which transcript
-    it plays (the bundled one of the role, or the file given) and whether it checks every tool
-    result."""
-    if config.scripted:
-        of_role = "" if role == DEFAULT_ROLE else f"{escape(role)} "
-        played = (
-            f"the transcript {escape(str(config.transcript))}"
-            if config.transcript is not None
-            else f"the bundled {of_role}transcript for {escape(card_path.name)}"
-        )
-        mode = "strict: every tool result checked" if config.strict else "lenient: unchecked"
-        return (
-            f"[bold]Model: scripted[/bold] (no API key needed): it plays {played} ({mode}); "
-            "every tool call is real. For Claude: set ANTHROPIC_API_KEY and add --config "
-            "examples/configs/claude.toml; for OpenAI: OPENAI_API_KEY and --model openai/gpt-5."
-        )
-    return f"[bold]Model: {escape(config.model)}[/bold] via litellm" + (
-        f" at {escape(config.api_base)}" if config.api_base else ""
-    )
-
-
-def _check_key(config: RunnerConfig) -> None:
-    for prefix, variable in _KEY_VARIABLES.items():
-        if config.model.startswith(prefix) and not config.api_base and not os.environ.get(variable):
-            raise ConfigError(
-                f"model {config.model} needs {variable} in the environment (or an api_base for a "
-                "compatible server); without a key, leave --model out to use the scripted model"
-            )
-
-
-def role_line(role: Role) -> str:
-    """The run's second line: the role it takes and where its file is."""
-    where = f" ({escape(str(role.path))})" if role.path is not None else ""
-    return f"[bold]Role: {escape(role.name)}[/bold]{where}: {escape(role.description)}"
-
-
-def make_model(config: RunnerConfig, card_path: Path, role: str = DEFAULT_ROLE) -> ChatClient:
-    """The bare model client the config names (the scripted model plays its transcript)."""
-    if config.scripted:
-        from loopkit.providers.scripted import ScriptedChatClient
-
-        return ScriptedChatClient(
-            transcript_for(config, card_path, role),
-            strict=config.strict,
-            require_offered=config.strict,
-        )
-    _check_key(config)
-    from loopkit.providers.litellm import LiteLLMChatClient
-
-    return LiteLLMChatClient(config.model, api_base=config.api_base, timeout=config.request_timeout)
 
 
 def _tools_module(config: RunnerConfig) -> ModuleType:
@@ -225,6 +132,11 @@ def tools_config(
         "read_folders": reads,
         "write_folders": writes or [app_folder],
         "app_output_file": run_dir / "app-output.log",
+        # git_commit refuses code changed since the last successful build (kept in the run's
+        # folder, so a resumed durable run knows it too).
+        "commit_requires_build": True,
+        "build_inputs": [app_folder],
+        "build_state_file": run_dir / "build-state.json",
         **_window_readiness(config),
         **config.tools,
     }
@@ -260,74 +172,6 @@ def role_memory(config: RunnerConfig, scratch: ScratchRepo) -> RoleMemory | None
     return RoleMemory(module, scratch.repo, scratch.run_dir / "memory-index")
 
 
-def _check_creatable(path: Path, what: str) -> None:
-    """``path`` can be created: its nearest existing ancestor is a folder we may write in."""
-    ancestor = path.parent
-    while not ancestor.exists() and ancestor != ancestor.parent:
-        ancestor = ancestor.parent
-    if not ancestor.is_dir():
-        raise ConfigError(f"{what} {path}: {ancestor} is not a folder")
-    if not os.access(ancestor, os.W_OK | os.X_OK):
-        raise ConfigError(f"{what} {path}: cannot create it, {ancestor} is not writable")
-
-
-def check_log_path(log: Path | None) -> None:
-    """The run log can be written at ``log`` (a regular file or a device; never a folder)."""
-    if log is None:
-        return
-    what = "log (--log or `log` in the config)"
-    try:
-        mode = log.stat().st_mode
-    except (FileNotFoundError, NotADirectoryError):
-        _check_creatable(log, what)
-        return
-    except OSError as e:
-        raise ConfigError(f"{what} {log}: {e.strerror or e}") from None
-    if stat.S_ISDIR(mode):
-        raise ConfigError(f"{what} {log} is a directory; expected a file for the JSON-lines log")
-    if not (stat.S_ISREG(mode) or stat.S_ISCHR(mode)):  # a FIFO would block the run
-        raise ConfigError(f"{what} {log} is not a regular file")
-    if not os.access(log, os.W_OK):
-        raise ConfigError(f"{what} {log} is not writable")
-
-
-def check_log_destination(config: RunnerConfig) -> None:
-    """The run log and the run folders can be written (``log``, ``runs_dir``)."""
-    check_log_path(config.log)
-    if config.runs_dir.exists() and not config.runs_dir.is_dir():
-        raise ConfigError(f"runs_dir {config.runs_dir} is not a folder")
-    _check_creatable(config.runs_dir / "run", "runs_dir")
-
-
-def check_model(config: RunnerConfig, card_path: Path, role: str = DEFAULT_ROLE) -> None:
-    """The model can be made: the transcript loads (scripted) or the key is there (litellm)."""
-    if not config.scripted:
-        _check_key(config)
-        return
-    from loopkit.providers.scripted import Script
-
-    path = transcript_for(config, card_path, role)
-    try:
-        Script.load(path)
-    except ValueError as e:  # the scripted model's own loader: missing, not JSON, wrong shape
-        raise ConfigError(f"transcript (--transcript or `transcript`): {e}") from None
-
-
-def check_durable(config: RunnerConfig) -> None:
-    """Durable runs can start: DBOS is installed and the database setting makes sense (nothing
-    is created here)."""
-    from loopkit.durable.errors import DurableError
-    from loopkit.durable.runtime import DEFAULT_DATABASE_FILE, database_url, require_dbos
-
-    try:
-        require_dbos()
-        url = database_url(config.database_url, default=config.runs_dir / DEFAULT_DATABASE_FILE)
-    except DurableError as e:
-        raise ConfigError(str(e)) from None
-    if url.startswith("sqlite:///"):
-        _check_creatable(Path(url.removeprefix("sqlite:///")), "database (durable runs)")
-
-
 def check_settings(
     config: RunnerConfig, card_path: Path, role: Role | None = None, repo: Path | None = None
 ) -> None:
@@ -349,39 +193,6 @@ def check_settings(
         role=role,
     )
     check_model(config, card_path, role.name if role is not None else DEFAULT_ROLE)
-
-
-def read_card(config: RunnerConfig, card_path: Path) -> str:
-    """The card file's text; :class:`CardError` when it cannot be read (missing, a folder, above
-    ``max_card_bytes``, not UTF-8): bad input, exit 2, the file is left as it is."""
-    return read_card_text(card_path, max_bytes=config.max_card_bytes)
-
-
-def refuse_invalid_card(
-    config: RunnerConfig, card_path: Path, error: CardError, console: Console
-) -> int:
-    """A card that was read but is not valid: its log says why, it is marked Failed when it has
-    front matter, a summary is shown; returns exit status 2."""
-    from loopkit.middleware.run_log import RunLog
-
-    runs_dir = config.runs_dir
-    runs_dir.mkdir(parents=True, exist_ok=True)
-    log_path = config.log or runs_dir / f"{slug(card_path.stem)}-invalid-card.jsonl"
-    with RunLog(log_path) as log:
-        log.result("failed", str(error), card_state=CardState.FAILED.value)
-    marked = mark_failed_in_file(card_path, max_bytes=config.max_card_bytes)
-    console.print(
-        summary_table(
-            status="failed",
-            reason=str(error),
-            totals=log.totals(),
-            card_state="Failed" if marked else "unchanged (the file has no front matter)",
-            commit=None,
-            log_path=str(log_path),
-            repo="none",
-        )
-    )
-    return 2
 
 
 def ui_server_for(config: RunnerConfig, run_dir: Path) -> MCPServerConfig:
@@ -407,6 +218,9 @@ def card_runner(
     durable: bool = False,
     transcript: Path | None = None,
     ui: ToolSource | None = None,
+    card: Card | None = None,
+    done_state: CardState = CardState.DONE,
+    parent: str | None = None,
 ) -> CardRunner:
     """The runner of one demo run in ``role`` (default: develop): the role's instructions with
     the feedback rules of its scope (from ``memory``), the tools of its groups only (local tools,
@@ -418,7 +232,11 @@ def card_runner(
     (:class:`~loopkit.middleware.tool_disclosure.ToolDisclosure`).
     ``durable``: inside a durable workflow (each model request and tool call a checkpoint,
     retries inside the request's checkpoint). ``transcript``: the one the scripted model plays
-    (a subagent's own transcript lies beside it)."""
+    (a subagent's own transcript lies beside it). A role with ``verify: true`` proves every
+    acceptance criterion of ``card`` before its done counts
+    (:func:`~loopkit.demo.replay.demo_verification`); the card is In Work (a tester's In Test)
+    while the run runs, ``done_state`` after a success. The run log's ``start`` line records the
+    repository the run works in and ``parent``, the run it follows (a pipeline's)."""
     from loopkit.cards import CardRunner, MCPToolSource, RunLimits
     from loopkit.middleware.retry import RetryPolicy
     from loopkit.middleware.tool_disclosure import ToolDisclosure
@@ -431,8 +249,10 @@ def card_runner(
     if role.has("ui"):
         sources.append(ui or MCPToolSource(ui_server_for(config, scratch.run_dir)))
     if role.has("tester"):
+        title, criteria = (card.title, card.criteria) if card is not None else ("card", [])
         sources.append(
-            tester or tester_tools(config, scratch, tools, scratch.repo.name, run_log=log.path)
+            tester
+            or tester_tools(config, scratch, tools, title, run_log=log.path, criteria=criteria)
         )
     sources.append(StaticTools([reference_shelf(config).tool()]))
     context = GroupContext(
@@ -452,9 +272,20 @@ def card_runner(
         "disclosure": ToolDisclosure(config.core_tools, defer=config.defer_tools),
         "success_word": role.success_word,
         "offered_rules": [number for number, _ in rules],
-        "metadata": {"role": role.name},
+        "metadata": {
+            "role": role.name,
+            "repo": str(scratch.repo),
+            **({"parent": parent} if parent else {}),
+        },
         "message": message,
+        "start_state": CardState(role.front_matter.card_state),
+        "done_state": done_state,
     }
+    if role.front_matter.verify:
+        from loopkit.demo.replay import demo_verification
+
+        title = card.title if card is not None else scratch.run_dir.name
+        settings["verification"] = demo_verification(config, role, scratch, tools, title)
     if not durable:
         # OTEL_EXPORTER_OTLP_ENDPOINT set: the run is one trace there (docs/observability.md)
         return CardRunner(traced_from_environment(model), sources=sources, retry=retry, **settings)
@@ -496,6 +327,19 @@ def _set_up(
     return model, scratch, local_tools(config, scratch, role)
 
 
+@dataclass(slots=True)
+class DemoOutcome:
+    """How one demo run ended: its exit status, its result (None: it never ran), the
+    repository it worked in, and for a test run the tester's tools (its record, its report)."""
+
+    status: int
+    result: RunResult | None = None
+    repo: Path | None = None
+    tester: Any = None
+    #: The run's id (its run log's ``run_id``), when it ran.
+    run_id: str | None = None
+
+
 async def run_demo(
     config: RunnerConfig,
     card: Card,
@@ -509,8 +353,26 @@ async def run_demo(
     before): first line, live line, summary; returns the exit status. ``repo``: continue in the
     repository of an earlier run instead of a new copy of the app; ``message``: comes with the
     card (one that starts with "remember" adds a feedback rule of the role's scope)."""
+    ran = await run_card(config, card, console, role=role, repo=repo, message=message)
+    return ran.status
+
+
+async def run_card(
+    config: RunnerConfig,
+    card: Card,
+    console: Console,
+    *,
+    role: Role | None = None,
+    repo: Path | None = None,
+    message: str | None = None,
+    done_state: CardState = CardState.DONE,
+    parent: str | None = None,
+) -> DemoOutcome:
+    """:func:`run_demo`, saying how the run ended (:class:`DemoOutcome`); ``done_state``: the
+    card's state after a success (In Test when a test run follows: the pipeline); ``parent``:
+    the run this one follows."""
     role = role or find_role(config, DEFAULT_ROLE)
-    from loopkit.cards import CardRunOutcome, RunResult
+    from loopkit.cards import CardRunOutcome
     from loopkit.middleware.run_log import RunLog
     from loopkit.middleware.transcript_recorder import TranscriptRecorder
 
@@ -522,14 +384,16 @@ async def run_demo(
         from loopkit.providers.litellm import start_background_import
 
         start_background_import()  # litellm takes seconds to import; overlap it with set-up
-    if card.state is not CardState.NEW:
+    tested = card.state is CardState.IN_TEST and role.front_matter.card_state == "In Test"
+    if card.state is not CardState.NEW and not tested:  # a tester runs on a card In Test
         console.print(
             f"[yellow]note:[/yellow] the card is in state {card.state.value}; running it again"
         )
     if config.durable:
         from loopkit.demo.durable import run_durable_demo
 
-        return await run_durable_demo(config, card, console, role=role, repo=repo, message=message)
+        durable = run_durable_demo(config, card, console, role=role, repo=repo, message=message)
+        return DemoOutcome(await durable)
     from loopkit.cards.early_source import EarlyToolSource
     from loopkit.cards.runner import MCPToolSource
 
@@ -554,7 +418,9 @@ async def run_demo(
         message = take_message(memory, role, message, console)
         log_path = config.log or scratch.run_dir / "run.jsonl"
         tester = (
-            tester_tools(config, scratch, tools, card.title, run_log=log_path)
+            tester_tools(
+                config, scratch, tools, card.title, run_log=log_path, criteria=card.criteria
+            )
             if role.has("tester")
             else None
         )
@@ -562,7 +428,7 @@ async def run_demo(
         if ui is not None:
             await ui.aclose()
         console.print(f"[red]error:[/red] {escape(str(e))}")
-        return 2
+        return DemoOutcome(2)
     except BaseException:
         if ui is not None:
             await ui.aclose()
@@ -573,7 +439,8 @@ async def run_demo(
             played = transcript_for(config, card_path, role.name) if config.scripted else None
             runner = card_runner(
                 config, model, tools, scratch, log, role=role, memory=memory, message=message,
-                tester=tester, ui=ui, transcript=played,
+                tester=tester, ui=ui, transcript=played, card=card, done_state=done_state,
+                parent=parent,
             )  # fmt: skip
             progress = LiveProgress(console, config.max_rounds)
             log.subscribe(progress.on_event)
@@ -602,6 +469,9 @@ async def run_demo(
     finally:
         if ui is not None:
             await ui.aclose()  # when the run never entered it (it closes what it entered)
+    finish = getattr(tester, "finish", None)
+    if finish is not None and not interrupted:
+        finish(outcome.result.done, outcome.result.reason)  # the findings row's real verdict
     if recorder is not None and config.record_transcript is not None:
         saved = recorder.save(config.record_transcript)
         console.print(f"transcript of {len(recorder.turns)} turns recorded in {escape(str(saved))}")
@@ -618,11 +488,11 @@ async def run_demo(
             log_path=str(log_path),
             repo=str(scratch.repo),
             subagents=progress.subagents,
+            verification=outcome.verification.summary() if outcome.verification else None,
         )
     )
     report = getattr(tester, "report_path", None)
     if report is not None:
         console.print(f"[bold]Test report:[/bold] {escape(str(report))}")
-    if interrupted:
-        return 130
-    return 0 if result.done else 1
+    status = 130 if interrupted else 0 if result.done else 1
+    return DemoOutcome(status, result, scratch.repo, tester, outcome.run_id)

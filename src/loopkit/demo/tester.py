@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import importlib
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from loopkit.cards.config import ConfigError, RunnerConfig
+from loopkit.cards.criteria import Criterion
 from loopkit.cards.runner import ToolSource
 from loopkit.demo.workspace import ScratchRepo
 
@@ -64,11 +66,13 @@ def tester_tools(
     name: str,
     *,
     run_log: Path | None = None,
+    criteria: Sequence[Criterion] = (),
 ) -> ToolSource:
     """The tester's tools of a run of the card ``name`` in ``scratch``: the report in the run's
     folder, regression scripts in the repository's ``ui_tests/``, findings in the runs folder's
     database. ``tools`` are the run's local tools (their ``config`` says how the app starts);
-    ``run_log``: the run's log, whose subagent runs the report lists."""
+    ``run_log``: the run's log, whose subagent runs the report lists; ``criteria``: the card's
+    acceptance criteria (the report lists each with the steps that checked it)."""
     settings = getattr(tools, "config", None)
     if settings is None or not hasattr(settings, "app_command"):
         raise ConfigError(
@@ -92,6 +96,7 @@ def tester_tools(
         default_app=regression_app(list(settings.app_command), settings.app_cwd),
         default_oracles={"error_labels": ["ErrorLabel"]},
         run_log=run_log,
+        criteria=[c.model_dump() for c in criteria],
     )
     source: ToolSource = module.TesterTools(tester_config)
     return source

@@ -38,7 +38,7 @@ ExpectMode = Literal["error", "first_line", "nothing"]
 
 
 class TranscriptRecorder(DelegatingChatClient):
-    """Records every turn ``inner`` answers: its text, its tool calls (names and arguments),
+    """Records every turn ``inner`` answers: its text, its tool calls (names, arguments, ids),
     its usage, and whether it was the loop's final request without tools. The result of each
     call is read from the next request and becomes the call's ``expect`` (see ``expect``).
 
@@ -118,7 +118,11 @@ class TranscriptRecorder(DelegatingChatClient):
         calls = response.function_calls
         turn = ScriptedTurn(
             text=text,
-            calls=[ScriptedCall(name=c.name, arguments=dict(c.arguments)) for c in calls],
+            # The model's call ids too: a later answer may cite them (a card run's
+            # record_evidence), and a replay must give the calls the same ids.
+            calls=[
+                ScriptedCall(name=c.name, arguments=dict(c.arguments), id=c.call_id) for c in calls
+            ],
             usage=response.usage,
             expect_no_tools=options is not None and not _offers_tools(options) and not calls,
         )

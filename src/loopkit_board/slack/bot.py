@@ -29,7 +29,13 @@ from loopkit.durable.database import is_database_unavailable
 from loopkit.errors import LoopkitError
 from loopkit_board.feed import RunEvent
 from loopkit_board.service import BoardService
-from loopkit_board.slack.commands import RunCommand, is_cancel, parse_command, roles_help
+from loopkit_board.slack.commands import (
+    RunCommand,
+    follow_up_role,
+    is_cancel,
+    parse_command,
+    roles_help,
+)
 from loopkit_board.slack.config import SlackBotConfig, SlackTokens
 from loopkit_board.slack.posts import PROBE_KINDS, format_events, place, result_line, run_files
 from loopkit_board.slack.threads import ThreadRun, ThreadStore
@@ -100,8 +106,11 @@ class SlackBot:
             await self._post(channel, thread_ts, REFUSAL)
             return
         if thread is not None:
+            role = follow_up_role(text, self.service.roles)
             if is_cancel(text):
                 await self._cancel(thread, user)
+            elif role is not None:
+                await self._follow_up(thread, user, role)
             else:
                 await self._answer(thread, text)
             return
@@ -293,6 +302,42 @@ class SlackBot:
             thread.thread_ts,
             f"Cancelling run `{thread.run_id}` (it was {before.state}).",
         )
+
+    async def _follow_up(self, thread: ThreadRun, user: str, role: str) -> None:
+        """``test`` (or another role) in a run's thread: a run of that role in the thread's
+        run's repository (the test role: only after a run that ended done); the thread then
+        follows the new run."""
+        before = await self.service.get_run(thread.run_id)
+        if before is not None and before.state in ("queued", "running", "interrupted"):
+            # A thread follows one run at a time: the next starts once this one has ended.
+            await self._post(
+                thread.channel,
+                thread.thread_ts,
+                f"I cannot start that: run `{thread.run_id}` is {before.state}; ask again once "
+                "it has ended (or cancel it)",
+            )
+            return
+        try:
+            if role == "test":
+                queued = await self.service.test_change(thread.run_id)
+            else:
+                queued = await self.service.follow_up(thread.run_id, role)
+        except LoopkitError as e:  # not done yet, unknown: said in the thread
+            await self._post(thread.channel, thread.thread_ts, f"I cannot start that: {e}")
+            return
+        self.logger.info("run %s (%s) after %s for %s", queued.run_id, role, thread.run_id, user)
+        await self.threads.add(thread.channel, thread.thread_ts, queued.run_id, thread.card)
+        record = await self.service.get_run(queued.run_id)
+        where = place(record.state if record else "queued", queued.position)
+        await self._post(
+            thread.channel,
+            thread.thread_ts,
+            f"Run `{queued.run_id}` as `{role}` in the repository of run `{thread.run_id}`: "
+            f"{where}.",
+        )
+        following = await self.threads.get(thread.channel, thread.thread_ts)
+        if following is not None:
+            self.follow(following, queued.position)
 
     async def _answer(self, thread: ThreadRun, question: str) -> None:
         async with self._asking.setdefault(thread.session_id, asyncio.Lock()):

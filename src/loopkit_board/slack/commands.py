@@ -8,7 +8,14 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-__all__ = ["RunCommand", "UnknownCommand", "is_cancel", "parse_command", "roles_help"]
+__all__ = [
+    "RunCommand",
+    "UnknownCommand",
+    "follow_up_role",
+    "is_cancel",
+    "parse_command",
+    "roles_help",
+]
 
 # A leading mention of the bot (``<@U0BOT>``) in a channel message is not part of the command.
 _MENTION = re.compile(r"^\s*<@[A-Z0-9]+(?:\|[^>]*)?>[\s:,]*")
@@ -45,6 +52,19 @@ def is_cancel(text: str) -> bool:
     alone (a mention before it, a full stop or ``!`` after it allowed); anything longer is a
     question about the run."""
     return _plain(text).lower().rstrip(".!") == "cancel"
+
+
+_FOLLOW_UP = re.compile(r"^(?P<role>[a-z][a-z0-9-]*)(?:\s+(?:this(?:\s+change)?|it|again))?$")
+
+
+def follow_up_role(text: str, roles: Sequence[str]) -> str | None:
+    """The role of a reply in a run's thread that asks for a run after it, in its repository:
+    a role alone, or followed by "this", "this change", "it" or "again" ("test", "test this
+    change"); None for anything else (a question about the run)."""
+    found = _FOLLOW_UP.match(_plain(text).lower().rstrip(".!"))
+    if found is None or found.group("role") not in roles:
+        return None
+    return found.group("role")
 
 
 def parse_command(text: str, roles: Sequence[str]) -> RunCommand | UnknownCommand:

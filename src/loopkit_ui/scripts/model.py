@@ -196,6 +196,8 @@ class ActionStep(StepBase, LocatorFields):
     action: ActionName
     text: str | None = None
     clear: bool = True
+    #: type_text / set_cell: the element must refuse the text (it does not show it afterwards).
+    refused: bool = False
     keys: str | None = None
     item: str | None = None
     to: str | LocatorObject | None = None
@@ -208,6 +210,8 @@ class ActionStep(StepBase, LocatorFields):
         missing = [f for f in ACTION_NEEDS[self.action] if getattr(self, f) is None]
         if missing:
             raise ValueError(f"action {self.action!r} needs {', '.join(map(repr, missing))}")
+        if self.refused and self.action not in ("type_text", "set_cell"):
+            raise ValueError(f"'refused' is for type_text and set_cell, not {self.action!r}")
         return self
 
     def describe(self) -> str:

@@ -27,7 +27,8 @@ vertical-align:top;text-align:left;font-size:.9em} th{background:#f3f3f3}
 .badge{padding:2px 8px;border-radius:4px;color:#fff}.b-passed{background:#2e7d32}
 .b-failed,.b-error{background:#c62828} pre{white-space:pre-wrap;margin:0;font-size:.85em}
 img.thumb{max-width:220px;border:1px solid #aaa} .warning{color:#a15c00}
-.expected{color:#666;font-style:italic}
+.expected{color:#666;font-style:italic} img.criterion-shot{max-width:320px;border:1px solid #aaa}
+.unchecked{color:#b00020}.unverified{color:#a15c00}.b-running,.b-cancelled{background:#757575}
 """
 
 
@@ -113,6 +114,7 @@ def write_report(result: RunResult, path: Path, *, redactor: Redactor | None = N
         for video in result.videos
     )
     error = f'<p class="error">{escape(result.error)}</p>' if result.error else ""
+    criteria = _criteria_section(result)
     html = f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <title>{escape(result.name)}: {result.status}</title><style>{_STYLE}</style></head>
@@ -124,6 +126,7 @@ steps: {result.count("passed")} passed, {result.count("failed")} failed,
 {result.count("skipped")} skipped &middot; findings: {len(findings)}
 &middot; app exit status: {result.app_exit}</p>
 {error}
+{criteria}
 <h2>Steps</h2>
 <table><tr><th>#</th><th>phase</th><th>step</th><th>status</th><th>time</th>
 <th>result</th><th>screenshot</th></tr>
@@ -141,6 +144,41 @@ steps: {result.count("passed")} passed, {result.count("failed")} failed,
 """
     path.write_text(html, encoding="utf-8")
     return path
+
+
+def _criteria_section(result: RunResult) -> str:
+    """The acceptance criteria of an agent's test run, each with its evidence (the steps that
+    checked it, what they read back) and a screenshot of the app window at one of them."""
+    if not result.criteria:
+        return ""
+    rows = []
+    for criterion in result.criteria:
+        steps = [result.steps[i] for i in criterion.steps if i < len(result.steps)]
+        evidence = (
+            "".join(
+                f'<li class="{step.status}">{escape(step.label)}'
+                + (f": <code>{escape(step.message[:500])}</code>" if step.message else "")
+                + "</li>"
+                for step in steps
+            )
+            or "<li>no step checked it</li>"
+        )
+        shot = (
+            f'<a href="{escape(criterion.screenshot)}"><img class="criterion-shot" '
+            f'src="{escape(criterion.screenshot)}" alt="{escape(criterion.id)}"></a>'
+            if criterion.screenshot
+            else ""
+        )
+        rows.append(
+            f'<tr id="criterion-{escape(criterion.id)}"><td>{escape(criterion.id)}</td>'
+            f"<td>{escape(criterion.text)}</td>"
+            f'<td class="{criterion.status}">{criterion.status}</td>'
+            f"<td><ul>{evidence}</ul></td><td>{shot}</td></tr>"
+        )
+    return (
+        '<h2>Acceptance criteria</h2><table id="criteria"><tr><th>id</th><th>criterion</th>'
+        "<th>verdict</th><th>evidence</th><th>the app</th></tr>" + "".join(rows) + "</table>"
+    )
 
 
 def write_gif(images: Sequence[Path], path: Path, *, frame_ms: int = 800) -> Path:

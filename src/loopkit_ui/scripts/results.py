@@ -8,10 +8,12 @@ from pydantic import BaseModel, Field
 
 from loopkit_ui.scripts.findings import Finding
 
-__all__ = ["RunResult", "RunStatus", "StepResult", "StepStatus"]
+__all__ = ["CriterionResult", "RunResult", "RunStatus", "StepResult", "StepStatus"]
 
 StepStatus = Literal["passed", "failed", "skipped"]
-RunStatus = Literal["passed", "failed", "error"]
+#: ``running`` until the run ends (an agent's test run is a row from its start), then its
+#: verdict: ``passed``, ``failed``, ``error`` (it could not run to its end) or ``cancelled``.
+RunStatus = Literal["passed", "failed", "error", "running", "cancelled"]
 
 
 class StepResult(BaseModel):
@@ -30,6 +32,18 @@ class StepResult(BaseModel):
     action: dict[str, Any] | None = Field(default=None, description="the backend's ActionResult")
     screenshot: str | None = Field(default=None, description="path relative to the run folder")
     findings: list[str] = Field(default_factory=list, description="fingerprints")
+
+
+class CriterionResult(BaseModel):
+    """An acceptance criterion in an agent's test run: the steps that checked it (its
+    evidence), its verdict and a screenshot of the app at one of them."""
+
+    id: str
+    text: str
+    manual: bool = Field(default=False, description="not checkable in the app: unverified")
+    status: Literal["passed", "failed", "unchecked", "unverified"] = "unchecked"
+    steps: list[int] = Field(default_factory=list, description="indexes into steps")
+    screenshot: str | None = None
 
 
 class RunResult(BaseModel):
@@ -54,6 +68,9 @@ class RunResult(BaseModel):
     screenshots: list[str] = Field(default_factory=list)
     videos: list[str] = Field(
         default_factory=list, description="videos (start_recording), relative to the run folder"
+    )
+    criteria: list[CriterionResult] = Field(
+        default_factory=list, description="an agent's test run: each criterion and its evidence"
     )
 
     @property

@@ -413,7 +413,18 @@ class Interpreter:
             answer = backend.set_cell(loc, step.text, diff=step.diff)
         result.action = answer.model_dump(exclude_none=True)
         result.message = answer.effect + (f" ({answer.detail})" if answer.detail else "")
-        if not answer.success:
+        if step.refused:
+            # The element must not take the text: the backend's read-back differs from it.
+            if answer.success:
+                raise StepFailure(
+                    f"{name} {answer.id}: the text was taken"
+                    + (f" ({answer.detail})" if answer.detail else "")
+                    + "; expected it to be refused"
+                )
+            result.message = "refused as expected" + (
+                f" ({answer.detail})" if answer.detail else ""
+            )
+        elif not answer.success:
             raise StepFailure(
                 f"{name} {answer.id}: {answer.effect}"
                 + (f" ({answer.detail})" if answer.detail else "")

@@ -1,0 +1,248 @@
+"""Develop, then test: ``python -m loopkit.demo CARD.md --then test``.
+
+The first role (``develop`` by default) runs the card; when it ends done the card goes to In Test
+(not Done) and the second role (``test``) runs in the same repository, on a fresh app it starts
+itself: the card is Done only when the tester passes. When the tester fails, what it found (its
+reason, its failed checks, its findings, its report) goes back to the developer as the message of
+its next run, in the same repository, and the tester runs again: at most ``round_trips`` times
+(2 by default), then the card stays Failed. The card file says where it is: In Work while a
+developer runs, In Test while a tester runs, Done or Failed at the end.
+
+With the scripted model each run plays a transcript: the developer's first run the card's (or
+``--transcript``), the tester's ``test/<card>.json`` beside it, and round *k* > 1
+``<card>.round-<k>.json`` in the same folders (:func:`pipeline_transcript`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import uuid
+from collections.abc import Collection
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+
+from loopkit.cards import Card, CardState, RunnerConfig, RunResult
+from loopkit.cards.durable import CardRunRequest
+from loopkit.cards.roles import Role, RoleError
+from loopkit.demo.model import bundled_transcripts
+from loopkit.demo.role_tools import DEFAULT_ROLE, find_role, with_role_limits
+from loopkit.demo.run import run_card
+from loopkit.errors import CardError
+
+__all__ = [
+    "DEFAULT_ROUND_TRIPS",
+    "defects_message",
+    "next_request",
+    "next_run_id",
+    "pipeline_transcript",
+    "run_pipeline",
+    "tester_record",
+]
+
+log = logging.getLogger(__name__)
+
+#: How many times the tester's defects go back to the developer before the card stays Failed.
+DEFAULT_ROUND_TRIPS = 2
+#: Before the tester's defects in the developer's next message.
+DEFECTS_TITLE = "THE TESTER FOUND DEFECTS"
+_SHOWN = 12
+
+
+def pipeline_transcript(
+    config: RunnerConfig, card_path: Path, role: str, round_no: int
+) -> Path | None:
+    """The transcript the scripted model plays for ``role`` in round ``round_no`` (None for a
+    real model, and for the first round of the first role: the run's own rule applies)."""
+    if not config.scripted:
+        return None
+    suffix = "" if round_no == 1 else f".round-{round_no}"
+    if config.transcript is not None:
+        base = config.transcript
+        folder = base.parent if role == DEFAULT_ROLE else base.parent / role
+        return folder / f"{base.stem}{suffix}{base.suffix}"
+    if role == DEFAULT_ROLE and round_no == 1:
+        return None
+    found = bundled_transcripts(role).get(card_path.stem + suffix)
+    if found is None:
+        of = "" if role == DEFAULT_ROLE else f"{role}/"
+        raise CardError(
+            f"the scripted model has no transcript {of}{card_path.stem}{suffix}.json for round "
+            f"{round_no} of the {role} role; give one with --transcript (the pipeline reads "
+            "test/<name>.json and <name>.round-<k>.json beside it), or use a real model"
+        )
+    return found
+
+
+def defects_message(
+    result: RunResult | None, record: Any, report: Path | None, round_no: int
+) -> str:
+    """What the developer is told after the tester failed in round ``round_no``: the tester's
+    reason, its failed checks and findings (``record``: its run record, a
+    :class:`loopkit_ui.scripts.RunResult`, None when it kept none) and its ``report``."""
+    lines = [DEFECTS_TITLE, "-" * len(DEFECTS_TITLE)]
+    reason = result.reason if result is not None and result.reason else "no reason given"
+    lines.append(f"The test run of round {round_no} failed: {reason}")
+    failed = [s for s in getattr(record, "steps", []) if getattr(s, "status", "") == "failed"]
+    for step in failed[:_SHOWN]:
+        evidence = " ".join(str(step.message).split())[:300]
+        lines.append(f"- failed check: {step.label}" + (f" (saw: {evidence})" if evidence else ""))
+    findings = record.unique_findings() if hasattr(record, "unique_findings") else []
+    for finding in findings[:_SHOWN]:
+        lines.append(f"- finding {finding.fingerprint} ({finding.kind}): {finding.summary}")
+    if report is not None:
+        lines.append(f"The tester's report: {report}")
+    lines.append(
+        "Fix these defects in this repository (your earlier commit is in it), check every "
+        "acceptance criterion live again, record the evidence and commit; the tester then tests "
+        "the card again."
+    )
+    return "\n".join(lines)
+
+
+def tester_record(run_dir: Path) -> tuple[Any, Path | None]:
+    """A test run's record as its tools kept it in its folder (None when there is none), and
+    its report when it wrote one."""
+    from loopkit.demo.tester import REPORT_FOLDER
+
+    folder = run_dir / REPORT_FOLDER
+    try:
+        from loopkit_ui.scripts.results import RunResult as TestRecord
+
+        data = json.loads((folder / "record.json").read_text("utf-8"))
+        record = TestRecord.model_validate(data["result"])
+    except (ImportError, OSError, ValueError, KeyError, TypeError):
+        return None, None
+    report = Path(record.report) if record.report else None
+    return record, report
+
+
+async def run_pipeline(
+    config: RunnerConfig,
+    card: Card,
+    console: Console,
+    *,
+    develop: Role,
+    then: Role,
+    repo: Path | None = None,
+    message: str | None = None,
+    round_trips: int = DEFAULT_ROUND_TRIPS,
+    given: Collection[str] = (),
+) -> int:
+    """Run ``card`` in ``develop``, then in ``then`` in the same repository, with up to
+    ``round_trips`` returns to ``develop`` (see the module docstring); returns the exit status
+    (0 only when the last ``then`` run passed). ``given``: the limits set on the command line
+    (they beat each role's own)."""
+    assert card.path is not None
+    card_path = card.path
+    note = message
+    parent: str | None = None
+    for round_no in range(1, round_trips + 2):
+        try:
+            dev_config = _for(config, card_path, develop, round_no, given)
+        except CardError as e:
+            return _stop(console, card_path, str(e))
+        console.rule(f"{develop.name} · round {round_no}")
+        built = await run_card(
+            dev_config, card, console, role=develop, repo=repo, message=note,
+            done_state=CardState.IN_TEST, parent=parent,
+        )  # fmt: skip
+        if built.status != 0 or built.repo is None:
+            return built.status
+        repo = built.repo
+        try:
+            test_config = _for(config, card_path, then, round_no, given)
+            card = Card.load(card_path, max_bytes=config.max_card_bytes)
+        except CardError as e:
+            return _stop(console, card_path, str(e))
+        console.rule(f"{then.name} · round {round_no} · in {escape(str(repo))}")
+        tested = await run_card(
+            test_config, card, console, role=then, repo=repo, parent=built.run_id
+        )
+        parent = tested.run_id
+        if tested.status == 0:
+            console.print(
+                f"[bold green]Pipeline:[/bold green] {develop.name} → {then.name} passed in round "
+                f"{round_no}; the card is Done."
+            )
+            return 0
+        if tested.status != 1:
+            return tested.status  # interrupted, or bad input: nothing more runs
+        if round_no > round_trips:
+            break
+        tester = tested.tester
+        note = defects_message(
+            tested.result, getattr(tester, "result", None), getattr(tester, "report_path", None),
+            round_no,
+        )  # fmt: skip
+        console.print(
+            f"[yellow]Pipeline:[/yellow] the {then.name} run failed; its defects go back to "
+            f"{develop.name} (round trip {round_no} of {round_trips})."
+        )
+        card = Card.load(card_path, max_bytes=config.max_card_bytes)
+    console.print(
+        f"[red]Pipeline:[/red] {then.name} still fails after {round_trips} round trip(s); the "
+        "card stays Failed."
+    )
+    return 1
+
+
+def _for(
+    config: RunnerConfig, card_path: Path, role: Role, round_no: int, given: Collection[str]
+) -> RunnerConfig:
+    """The settings of one run of the pipeline: the role's limits, its transcript."""
+    settings = with_role_limits(config, role, given)
+    transcript = pipeline_transcript(config, card_path, role.name, round_no)
+    if transcript is not None:
+        if not transcript.is_file():
+            raise CardError(f"the scripted model's transcript {transcript} does not exist")
+        settings = settings.model_copy(update={"transcript": transcript})
+    return settings
+
+
+def _stop(console: Console, card_path: Path, reason: str) -> int:
+    console.print(f"[red]error:[/red] {escape(reason)}")
+    with contextlib.suppress(CardError, OSError):
+        Card.load(card_path).save_state(CardState.FAILED)
+    return 1
+
+
+def next_request(
+    request: CardRunRequest, result: RunResult, repo: Path, run_dir: Path, run_id: str
+) -> CardRunRequest | None:
+    """The run the queue's pipeline runs after ``request``'s run (``run_id``, in ``repo``)
+    ended with ``result``: the tester after a developer that is done, the developer again with
+    the defects after a tester that failed while round trips are left; None: the pipeline ends."""
+    spec = request.pipeline
+    if spec is None:
+        return None
+    if request.role == spec.develop and result.done:
+        role, message, step = spec.then, None, spec
+    elif request.role == spec.then and not result.done and spec.round <= spec.round_trips:
+        record, report = tester_record(run_dir)
+        message = defects_message(result, record, report, spec.round)
+        role, step = spec.develop, spec.model_copy(update={"round": spec.round + 1})
+    else:
+        return None
+    given = Path(spec.transcript) if spec.transcript is not None else None
+    base = request.runner_config().model_copy(update={"transcript": given})
+    try:
+        settings = _for(base, Path(request.card), find_role(base, role), step.round, ())
+    except (CardError, RoleError) as e:
+        # The next run cannot run here (no transcript for it, a role gone): the pipeline ends.
+        log.warning("the pipeline of %s ends after run %s: %s", request.card, run_id, e)
+        return None
+    return CardRunRequest.create(
+        request.card, role=role, config=settings, repo=repo, message=message, parent=run_id,
+        pipeline=step,
+    )  # fmt: skip
+
+
+def next_run_id(parent: str, request: CardRunRequest) -> str:
+    """The id of the run queued after ``parent``: the same on a resumed run (queued once)."""
+    round_no = request.pipeline.round if request.pipeline is not None else 1
+    return uuid.uuid5(uuid.NAMESPACE_URL, f"loopkit:{parent}:{request.role}:{round_no}").hex
