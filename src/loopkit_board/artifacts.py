@@ -34,15 +34,12 @@ class RunArtifacts:
 
 
 def _git(repo: Path, *args: str) -> str:
+    # The run's repository is the model's: its configuration may name programs (an external
+    # diff, a textconv, an fsmonitor); the safe git runs none, with the child environment.
+    from loopkit_tools.safe_git import run_git
+
     try:
-        done = subprocess.run(
-            ["git", "-C", str(repo), *args],
-            capture_output=True,
-            text=True,
-            timeout=10,
-            check=False,
-            errors="replace",
-        )
+        done = run_git(repo, *args, timeout_s=10)
     except (OSError, subprocess.TimeoutExpired):
         return ""
     return done.stdout if done.returncode == 0 else ""
