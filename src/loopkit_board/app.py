@@ -14,11 +14,14 @@ from __future__ import annotations
 
 import json
 import mimetypes
-from collections.abc import AsyncIterator
+import os
+import re
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import anyio.to_thread
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from sse_starlette import EventSourceResponse
 from starlette.applications import Starlette
@@ -32,16 +35,45 @@ from starlette.responses import (
     StreamingResponse,
 )
 from starlette.routing import Route
+from starlette.types import Receive, Scope, Send
 
 from loopkit.cards.card import CardState
+from loopkit_board.artifacts import open_run_file
 from loopkit_board.auth import COOKIE, Accounts, Signer
 from loopkit_board.gate import Gate, new_login_csrf
-from loopkit_board.service import BoardError, BoardService
+from loopkit_board.service import BoardError, BoardService, CardNotFoundError
 
-__all__ = ["create_app"]
+__all__ = ["create_app", "parse_after", "valid_run_id"]
 
 _HERE = Path(__file__).parent
 _COLUMNS = [s.value for s in CardState]
+#: A run id as the queue makes them (32 hex digits), or as a program chose it: letters,
+#: digits and ``_.:-``; anything else names no run and never reaches the database.
+_RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}")
+_AFTER = re.compile(r"[0-9]{1,9}")
+#: The note a redirect shows on the next page (``?message=``): short, one line.
+_MESSAGE_CHARS = 300
+
+
+def valid_run_id(run_id: str) -> bool:
+    """Whether ``run_id`` has the shape of a run id (ASCII letters, digits, ``_.:-``)."""
+    return _RUN_ID.fullmatch(run_id) is not None
+
+
+def parse_after(given: str | None) -> int | None:
+    """``?after=N`` of an event stream: -1 when absent or empty, N for ASCII digits (at most
+    nine), None for anything else (``²``, ``-1``, ``1e3``, a space): a 400."""
+    if not given:
+        return -1
+    return int(given) if _AFTER.fullmatch(given) else None
+
+
+def _note(text: str | None) -> str | None:
+    """A ``?message=`` note as shown: printable, one line, at most 300 characters."""
+    if not text:
+        return None
+    shown = "".join(c if c.isprintable() else " " for c in text[:_MESSAGE_CHARS])
+    return shown.strip() or None
 
 
 class Board:
@@ -65,7 +97,7 @@ class Board:
         html = self.jinja.get_template(template).render(
             user=state.get("user"),
             csrf=state.get("csrf", ""),
-            message=request.query_params.get("message"),
+            message=_note(request.query_params.get("message")),
             **values,
         )
         return HTMLResponse(html, status_code=status)
@@ -182,6 +214,8 @@ class Board:
     async def _enqueue(self, card: str, role: str | None) -> Response:
         try:
             queued = await self.service.enqueue(card, role or None)
+        except CardNotFoundError as e:
+            return PlainTextResponse(f"run not started: {e}", status_code=404)
         except BoardError as e:
             return PlainTextResponse(f"run not started: {e}", status_code=400)
         note = "Queued" if queued.created else "This card already has a run; here it is"
@@ -222,8 +256,11 @@ class Board:
         # The whole story at each (re)connection: a restarted board numbers its events anew,
         # so a browser's Last-Event-ID is not honoured; the page redraws its timeline on open.
         # A program that keeps its place within one board's life passes ?after=N.
-        given = request.query_params.get("after", "")
-        after = int(given) if given.isdigit() else -1
+        after = parse_after(request.query_params.get("after"))
+        if after is None:
+            return PlainTextResponse(
+                "after: expected the number of the last event you have (0, 1, 2, ...)", 400
+            )
 
         async def events() -> AsyncIterator[dict[str, Any]]:
             async for event in self.service.follow(run_id, after):
@@ -235,25 +272,22 @@ class Board:
     async def run_file(self, request: Request) -> Response:
         run_id = request.path_params["run_id"]
         prepared = await self.service.prepared(run_id)
-        if prepared is None:
+        relative = request.path_params["path"]
+        fd = None if prepared is None else open_run_file(prepared.run_dir, relative)
+        if fd is None:
             return PlainTextResponse("no such file", status_code=404)
-        path = _inside(Path(prepared.run_dir), request.path_params["path"])
-        if path is None:
-            return PlainTextResponse("no such file", status_code=404)
-        media = mimetypes.guess_type(path.name)[0] or "application/octet-stream"
-        response = FileResponse(path, media_type=media)
+        media = mimetypes.guess_type(relative)[0] or "application/octet-stream"
         # A report is the run's own HTML: it may not script the board (sandboxed, no scripts).
-        response.headers["Content-Security-Policy"] = "sandbox; default-src 'self' 'unsafe-inline'"
-        return response
+        csp = "sandbox; default-src 'self' 'unsafe-inline'"
+        return OpenFileResponse(fd, media, {"Content-Security-Policy": csp})
 
     async def report(self, request: Request) -> Response:
         path = await self.service.report(request.path_params["run_id"])
-        if path is None:
+        fd = None if path is None else open_run_file(path.parent, path.name)
+        if fd is None:
             return PlainTextResponse("the run has not started yet: no report", status_code=404)
-        response = FileResponse(path, media_type="text/html")
         csp = "sandbox; default-src 'self' data: 'unsafe-inline'"
-        response.headers["Content-Security-Policy"] = csp
-        return response
+        return OpenFileResponse(fd, "text/html", {"Content-Security-Policy": csp})
 
     async def chat(self, request: Request) -> Response:
         run_id = request.path_params["run_id"]
@@ -292,13 +326,43 @@ class Board:
         return FileResponse(_HERE / "static" / "board.js", media_type="text/javascript")
 
 
-def _inside(folder: Path, relative: str) -> Path | None:
-    """``folder/relative`` when it is a file inside ``folder`` and outside its repository."""
-    root = folder.resolve()
-    path = (root / relative).resolve()
-    if not path.is_relative_to(root) or not path.is_file():
-        return None
-    return None if path.relative_to(root).parts[:1] == ("repo",) else path
+class OpenFileResponse(Response):
+    """A file sent from a descriptor already opened and checked (no second lookup by name that
+    a planted link could redirect); the descriptor is closed at the end, also when the client
+    goes away first."""
+
+    chunk_bytes = 256 * 1024
+
+    def __init__(self, fd: int, media_type: str, headers: dict[str, str]) -> None:
+        size = os.fstat(fd).st_size
+        super().__init__(None, 200, {**headers, "content-length": str(size)}, media_type)
+        self.fd = fd
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await send({"type": "http.response.start", "status": 200, "headers": self.raw_headers})
+            if scope.get("method") != "HEAD":
+                while chunk := await anyio.to_thread.run_sync(os.read, self.fd, self.chunk_bytes):
+                    await send({"type": "http.response.body", "body": chunk, "more_body": True})
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+        finally:
+            os.close(self.fd)
+
+
+Endpoint = Callable[[Request], Awaitable[Response]]
+
+
+def _named_run(handler: Endpoint) -> Endpoint:
+    """``handler`` for a route with ``{run_id}``, answering 404 for a value that is no run id
+    (it never reaches the database)."""
+
+    async def checked(request: Request) -> Response:
+        run_id = request.path_params["run_id"]
+        if not valid_run_id(run_id):
+            return PlainTextResponse(f"there is no run {run_id[:80]!r}", status_code=404)
+        return await handler(request)
+
+    return checked
 
 
 def create_app(
@@ -323,13 +387,13 @@ def create_app(
         Route("/cards/{name}", board.save_card, methods=["POST"]),
         Route("/cards/{name}/run", board.start_run, methods=["POST"]),
         Route("/runs", board.runs, methods=["GET"]),
-        Route("/runs/{run_id}", board.run_page, methods=["GET"]),
-        Route("/runs/{run_id}/events", board.run_events, methods=["GET"]),
-        Route("/runs/{run_id}/files/{path:path}", board.run_file, methods=["GET"]),
-        Route("/runs/{run_id}/report", board.report, methods=["GET"]),
-        Route("/runs/{run_id}/chat", board.chat, methods=["POST"]),
-        Route("/runs/{run_id}/follow-up", board.follow_up, methods=["POST"]),
-        Route("/runs/{run_id}/cancel", board.cancel, methods=["POST"]),
+        Route("/runs/{run_id}", _named_run(board.run_page), methods=["GET"]),
+        Route("/runs/{run_id}/events", _named_run(board.run_events), methods=["GET"]),
+        Route("/runs/{run_id}/files/{path:path}", _named_run(board.run_file), methods=["GET"]),
+        Route("/runs/{run_id}/report", _named_run(board.report), methods=["GET"]),
+        Route("/runs/{run_id}/chat", _named_run(board.chat), methods=["POST"]),
+        Route("/runs/{run_id}/follow-up", _named_run(board.follow_up), methods=["POST"]),
+        Route("/runs/{run_id}/cancel", _named_run(board.cancel), methods=["POST"]),
         Route("/findings", board.findings, methods=["GET"]),
         Route("/static/board.js", board.script, methods=["GET"]),
     ]

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
-from loopkit_board.artifacts import run_artifacts
+from loopkit_board.artifacts import read_run_file, run_artifacts, write_run_file
 from loopkit_board.feed import log_events
 
 if TYPE_CHECKING:
@@ -76,8 +76,8 @@ def write_report(record: CardRunRecord, prepared: PreparedRun) -> Path:
     images: list[tuple[str, str]] = []
     budget = MAX_INLINE_BYTES
     for name in artifacts.images:
-        data = (folder / name).read_bytes()
-        if len(data) > budget:
+        data = read_run_file(folder, name, max_bytes=budget)  # no link, no hard link
+        if data is None:
             continue
         budget -= len(data)
         media = mimetypes.guess_type(name)[0] or "image/png"
@@ -88,6 +88,5 @@ def write_report(record: CardRunRecord, prepared: PreparedRun) -> Path:
         "images": images,
         "diff": artifacts.diff,
     }
-    path = folder / REPORT_FILE
-    path.write_text(_jinja.get_template("report.html").render(**values), encoding="utf-8")
-    return path
+    html = _jinja.get_template("report.html").render(**values)
+    return write_run_file(folder, REPORT_FILE, html.encode("utf-8"))

@@ -16,8 +16,9 @@ API (all of it; ``async`` methods need the service started: ``async with BoardSe
         service.get_card(name) -> CardEntry
         service.create_card(title, body, category=None, name=None) -> CardEntry  # state New
         service.save_card(name, text) -> CardEntry        # whole text, checked before written
-        await service.enqueue(card, role=None) -> QueuedRun   # card: a name in the folder or a
-                                                          # path; .run_id .created .position
+        await service.enqueue(card, role=None) -> QueuedRun   # card: a name in the folder (or
+                                                          # a path inside it); .run_id .created
+                                                          # .position
         await service.queue_position(run_id) -> int | None    # 1 = next; None: not queued
         await service.active_runs() -> dict[str, ActiveRun]  # card path -> queued/running run
         await service.cancel(run_id) -> CardRunRecord     # a queued or running run
@@ -67,6 +68,7 @@ __all__ = [
     "BoardError",
     "BoardService",
     "CardEntry",
+    "CardNotFoundError",
     "QueuedRun",
     "RunDetails",
     "RunEvent",
@@ -78,6 +80,10 @@ CHATS_FILE = "chats.sqlite"
 
 class BoardError(LoopkitError):
     """Bad input to the board (a card, a role, a run id): the message says what was expected."""
+
+
+class CardNotFoundError(BoardError):
+    """No such card in the cards folder (the web board answers 404)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,10 +193,11 @@ class BoardService:
         return self.cards.list()
 
     def get_card(self, name: str) -> CardEntry:
+        """Card ``name`` of the folder (:class:`CardNotFoundError` when there is none)."""
         try:
             return self.cards.get(name)
         except CardError as e:
-            raise BoardError(str(e)) from None
+            raise CardNotFoundError(str(e)) from None
 
     def create_card(
         self, title: str, body: str, category: str | None = None, name: str | None = None
@@ -211,15 +218,13 @@ class BoardService:
             raise BoardError(str(e)) from None
 
     def card_path(self, card: str | Path) -> Path:
-        """A card given as a name in the folder, or as a path."""
-        if isinstance(card, str) and "/" not in card and (self.cards.folder / card).is_file():
-            return self.cards.folder / card
-        path = Path(card)
-        if not path.is_file():
-            raise BoardError(
-                f"card {str(card)!r}: no such card file (a name in the folder, or a path)"
-            )
-        return path
+        """A card of the cards folder, given by its file name or by a path that resolves (links
+        followed) to a file directly in the folder; :class:`CardNotFoundError` for anything
+        else: a run never rewrites a file outside the folder."""
+        try:
+            return self.cards.resolve(card)
+        except CardError as e:
+            raise CardNotFoundError(str(e)) from None
 
     # -- the queue ---------------------------------------------------------------------------
     async def enqueue(self, card: str | Path, role: str | None = None) -> QueuedRun:

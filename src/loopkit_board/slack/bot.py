@@ -265,13 +265,13 @@ class SlackBot:
         record = await self.service.get_run(thread.run_id)
         line = result_line(record, state, reason if isinstance(reason, str) else None)
         await self._post(thread.channel, thread.thread_ts, line)
-        for path in await run_files(self.service, thread.run_id):
+        for made in await run_files(self.service, thread.run_id):
             await self.client.files_upload_v2(
                 channel=thread.channel,
                 thread_ts=thread.thread_ts,
-                file=str(path),
-                filename=path.name,
-                title=f"{path.name} of run {thread.run_id}",
+                file=made.data,
+                filename=made.name,
+                title=f"{made.name} of run {thread.run_id}",
             )
         await self.threads.mark_reported(thread)
 
