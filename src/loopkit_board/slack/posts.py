@@ -157,7 +157,7 @@ def _gif_of(folder: Path, shots: list[str]) -> str | None:
             return None
         try:
             gif = write_gif([p for _, p in sorted(taken)], Path(private) / "run.gif")
-        except (OSError, ValueError):  # not images after all
+        except (OSError, ValueError, SyntaxError):  # not images after all (PIL's SyntaxError)
             return None
         write_run_file(folder, "run.gif", gif.read_bytes())
     return "run.gif"
