@@ -26,7 +26,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from loopkit.command_line import EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_OK, OneLineParser
+from loopkit.command_line import (
+    EXIT_BAD_INPUT,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    OneLineParser,
+    positive_int,
+)
 
 if TYPE_CHECKING:
     from loopkit.cards.config import RunnerConfig
@@ -57,6 +63,18 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default loopback)")
     parser.add_argument("--port", type=int, default=DEFAULT_PORT, help="0: any free port")
     parser.add_argument("--allow-remote", action="store_true", help="allow a non-loopback --host")
+    parser.add_argument(
+        "--max-streams",
+        type=positive_int,
+        default=200,
+        help="live run streams open at once, in all (default 200)",
+    )
+    parser.add_argument(
+        "--max-streams-per-login",
+        type=positive_int,
+        default=16,
+        help="live run streams open at once for one login (default 16)",
+    )
     return parser.parse_args(argv)
 
 
@@ -126,6 +144,7 @@ async def serve(
     import uvicorn
 
     from loopkit_board.app import create_app
+    from loopkit_board.limits import StreamSlots
     from loopkit_board.service import BoardService
 
     service = BoardService(
@@ -135,7 +154,8 @@ async def serve(
     host = f"[{ip}]" if ip.version == 6 else str(ip)
     allowed = [host] + (["localhost"] if ip.is_loopback else [])
     try:  # the cookie key is read or made here: before anything listens
-        app = create_app(service, accounts, allowed_hosts=allowed)
+        streams = StreamSlots(per_login=args.max_streams_per_login, total=args.max_streams)
+        app = create_app(service, accounts, allowed_hosts=allowed, streams=streams)
     except OSError as e:
         return _error(f"data folder {service.data_dir}: {e.strerror or e}")
     sock = socket.socket(family, socket.SOCK_STREAM)

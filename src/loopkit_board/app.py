@@ -39,8 +39,10 @@ from starlette.types import Receive, Scope, Send
 
 from loopkit.cards.card import CardState
 from loopkit_board.artifacts import open_run_file
-from loopkit_board.auth import COOKIE, Accounts, Signer
-from loopkit_board.gate import Gate, new_login_csrf
+from loopkit_board.auth import Accounts, Signer
+from loopkit_board.gate import Gate
+from loopkit_board.limits import LimitReached, LoginLimits, SecretChecker, StreamSlots
+from loopkit_board.login_pages import LoginPages
 from loopkit_board.service import BoardError, BoardService, CardNotFoundError
 
 __all__ = ["create_app", "parse_after", "valid_run_id"]
@@ -79,10 +81,13 @@ def _note(text: str | None) -> str | None:
 class Board:
     """The routes, bound to one service and one set of accounts."""
 
-    def __init__(self, service: BoardService, accounts: Accounts, signer: Signer) -> None:
+    def __init__(
+        self, service: BoardService, signer: Signer, checker: SecretChecker, streams: StreamSlots
+    ) -> None:
         self.service = service
-        self.accounts = accounts
         self.signer = signer
+        self.streams = streams
+        self.login = LoginPages(self.page, signer, checker)
         self.jinja = Environment(
             loader=FileSystemLoader(_HERE / "templates"),
             autoescape=select_autoescape(["html"]),
@@ -106,49 +111,6 @@ class Board:
     def form(request: Request) -> dict[str, str]:
         """The form the gate already read (urlencoded), as one value a field."""
         return dict(request.scope.get("state", {}).get("form", {}))
-
-    # -- login -------------------------------------------------------------------------------
-    async def login_page(self, request: Request) -> Response:
-        token = new_login_csrf()
-        response = self.page(request, "login.html", login_csrf=token)
-        response.set_cookie(
-            "loopkit_board_login", token, httponly=True, samesite="strict", path="/login"
-        )
-        return response
-
-    async def login(self, request: Request) -> Response:
-        form = self.form(request)
-        user: str | None = None
-        if form.get("token"):
-            user = self.accounts.check_token(form["token"])
-        elif form.get("name"):
-            user = self.accounts.check_password(form["name"], form.get("password", ""))
-        if user is None:
-            token = new_login_csrf()
-            failed = self.page(
-                request, "login.html", 401, error="Wrong name, password or token.", login_csrf=token
-            )
-            failed.set_cookie(
-                "loopkit_board_login", token, httponly=True, samesite="strict", path="/login"
-            )
-            return failed
-        response = RedirectResponse("/", status_code=303)
-        response.set_cookie(
-            COOKIE,
-            self.signer.sign(Signer.new_session(user)),
-            httponly=True,
-            samesite="strict",
-            max_age=12 * 3600,
-        )
-        response.delete_cookie("loopkit_board_login", path="/login")
-        return response
-
-    async def logout(self, request: Request) -> Response:
-        # Revoked on the server too: a copy of the cookie is no login from now on.
-        self.signer.revoke(request.cookies.get(COOKIE))
-        response = RedirectResponse("/login", status_code=303)
-        response.delete_cookie(COOKIE)
-        return response
 
     # -- cards -------------------------------------------------------------------------------
     async def board(self, request: Request) -> Response:
@@ -251,13 +213,25 @@ class Board:
 
     async def run_events(self, request: Request) -> Response:
         run_id = request.path_params["run_id"]
-        if await self.service.get_run(run_id) is None:
+        login = str(request.scope.get("state", {}).get("login", ""))
+        try:
+            self.streams.take(login)  # before any work: a flood of streams costs nothing
+        except LimitReached as e:
+            return PlainTextResponse(str(e), 429, headers={"Retry-After": str(e.retry_after)})
+        try:
+            found = await self.service.get_run(run_id)
+        except BaseException:
+            self.streams.give_back(login)
+            raise
+        if found is None:
+            self.streams.give_back(login)
             return PlainTextResponse(f"there is no run {run_id!r}", status_code=404)
         # The whole story at each (re)connection: a restarted board numbers its events anew,
         # so a browser's Last-Event-ID is not honoured; the page redraws its timeline on open.
         # A program that keeps its place within one board's life passes ?after=N.
         after = parse_after(request.query_params.get("after"))
         if after is None:
+            self.streams.give_back(login)
             return PlainTextResponse(
                 "after: expected the number of the last event you have (0, 1, 2, ...)", 400
             )
@@ -267,7 +241,7 @@ class Board:
                 yield {"id": str(event.seq), "data": json.dumps(event.as_dict())}
 
         # No reconnection after the run's end: the script closes the stream itself.
-        return EventSourceResponse(events(), ping=15)
+        return _SlotStream(events(), ping=15, on_close=lambda: self.streams.give_back(login))
 
     async def run_file(self, request: Request) -> Response:
         run_id = request.path_params["run_id"]
@@ -326,6 +300,21 @@ class Board:
         return FileResponse(_HERE / "static" / "board.js", media_type="text/javascript")
 
 
+class _SlotStream(EventSourceResponse):
+    """An event stream that gives its slot back when it ends, however it ends (the run's end,
+    the client gone, the server stopping), also when its generator never started."""
+
+    def __init__(self, *args: Any, on_close: Callable[[], None], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._on_close = on_close
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            self._on_close()
+
+
 class OpenFileResponse(Response):
     """A file sent from a descriptor already opened and checked (no second lookup by name that
     a planted link could redirect); the descriptor is closed at the end, also when the client
@@ -366,21 +355,31 @@ def _named_run(handler: Endpoint) -> Endpoint:
 
 
 def create_app(
-    service: BoardService, accounts: Accounts, *, allowed_hosts: list[str] | None = None
+    service: BoardService,
+    accounts: Accounts,
+    *,
+    allowed_hosts: list[str] | None = None,
+    limits: LoginLimits | None = None,
+    streams: StreamSlots | None = None,
 ) -> Starlette:
-    """The board as an ASGI app; the service is started and stopped with it."""
+    """The board as an ASGI app; the service is started and stopped with it. ``limits``: the
+    login checks' limits; ``streams``: the live event streams' caps (per login, in all)."""
     signer = Signer(service.data_dir)
-    board = Board(service, accounts, signer)
+    checker = SecretChecker(accounts, limits)
+    board = Board(service, signer, checker, streams or StreamSlots())
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        async with service:
-            yield
+        try:
+            async with service:
+                yield
+        finally:
+            checker.close()
 
     routes = [
-        Route("/login", board.login_page, methods=["GET"]),
-        Route("/login", board.login, methods=["POST"]),
-        Route("/logout", board.logout, methods=["POST"]),
+        Route("/login", board.login.login_page, methods=["GET"]),
+        Route("/login", board.login.login, methods=["POST"]),
+        Route("/logout", board.login.logout, methods=["POST"]),
         Route("/", board.board, methods=["GET"]),
         Route("/cards", board.create_card, methods=["POST"]),
         Route("/cards/{name}", board.card_page, methods=["GET"]),
@@ -398,5 +397,11 @@ def create_app(
         Route("/static/board.js", board.script, methods=["GET"]),
     ]
     app = Starlette(routes=routes, lifespan=lifespan)
-    app.add_middleware(Gate, accounts=accounts, signer=signer, allowed_hosts=allowed_hosts)
+    app.add_middleware(
+        Gate,
+        signer=signer,
+        checker=checker,
+        allowed_hosts=allowed_hosts,
+        pages=board.login.gate_pages(),
+    )
     return app

@@ -154,6 +154,10 @@ class DurableRuntime:
     - ``max_runs``: take at most this many runs in this process: as the last one starts, the
       process stops taking queued work (a worker's ``--max-runs``), so no further run is
       dequeued here while it finishes.
+    - ``max_threads``: DBOS's thread pool, which also becomes the event loop's default executor
+      (every ``asyncio.to_thread``, every database read of the async API): bounded, so a
+      thousand callers at once wait for a thread instead of starting a thousand (DBOS's own
+      default has no bound).
 
     Only one runtime can run in a process at a time (DBOS is a process-wide engine). Start it
     from the event loop that will run the workflows (``async with runtime:``): DBOS runs the
@@ -169,9 +173,13 @@ class DurableRuntime:
         log_level: str = "WARNING",
         application_version: str = APPLICATION_VERSION,
         max_runs: int | None = None,
+        max_threads: int = 32,
     ) -> None:
         if max_runs is not None and max_runs < 1:
             raise DurableError(f"max_runs must be at least 1 (got {max_runs})")
+        if max_threads < 1:
+            raise DurableError(f"max_threads must be at least 1 (got {max_threads})")
+        self.max_threads = max_threads
         self.database_url = database_url(database)
         self.executor_id = executor_id or process_executor_id()
         #: The queue :meth:`resume` puts a run on; only this process listens to it.
@@ -197,6 +205,7 @@ class DurableRuntime:
             "application_version": self.application_version,
             "executor_id": self.executor_id,
             "log_level": self.log_level,
+            "max_executor_threads": self.max_threads,
         }
         if self.database_url.startswith("sqlite:///"):
             config["system_database_engine"] = _sqlite_engine(self.database_url)
