@@ -87,12 +87,15 @@ class Board:
         self.service = service
         self.signer = signer
         self.streams = streams
+        #: Paths as shown: relative to the cards or runs folder, never the server's own.
+        self.shown = service.shown
         self.login = LoginPages(self.page, signer, checker)
         self.jinja = Environment(
             loader=FileSystemLoader(_HERE / "templates"),
             autoescape=select_autoescape(["html"]),
             auto_reload=False,
         )
+        self.jinja.filters["shown"] = self.shown
 
     # -- helpers -----------------------------------------------------------------------------
     def page(
@@ -137,7 +140,7 @@ class Board:
                 form.get("name") or None,
             )
         except BoardError as e:
-            return PlainTextResponse(f"card not created: {e}", status_code=400)
+            return PlainTextResponse(f"card not created: {self.shown(e)}", status_code=400)
         return RedirectResponse(f"/cards/{card.name}", status_code=303)
 
     async def card_page(self, request: Request, error: str | None = None) -> Response:
@@ -145,7 +148,7 @@ class Board:
         try:
             card = self.service.get_card(name)
         except BoardError as e:
-            return PlainTextResponse(str(e), status_code=404)
+            return PlainTextResponse(self.shown(e), status_code=404)
         path = str(card.path.resolve())
         runs = [r for r in await self.service.list_runs(limit=200) if r.card == path]
         text = self.form(request).get("text", card.text) if error else card.text
@@ -166,7 +169,7 @@ class Board:
         try:
             self.service.save_card(name, self.form(request).get("text", ""))
         except BoardError as e:
-            return await self.card_page(request, error=f"not saved: {e}")
+            return await self.card_page(request, error=f"not saved: {self.shown(e)}")
         return RedirectResponse(f"/cards/{name}?message=Saved.", status_code=303)
 
     async def start_run(self, request: Request) -> Response:
@@ -177,9 +180,9 @@ class Board:
         try:
             queued = await self.service.enqueue(card, role or None)
         except CardNotFoundError as e:
-            return PlainTextResponse(f"run not started: {e}", status_code=404)
+            return PlainTextResponse(f"run not started: {self.shown(e)}", status_code=404)
         except BoardError as e:
-            return PlainTextResponse(f"run not started: {e}", status_code=400)
+            return PlainTextResponse(f"run not started: {self.shown(e)}", status_code=400)
         note = "Queued" if queued.created else "This card already has a run; here it is"
         if queued.position:
             note += f" (place {queued.position} in the queue)"
@@ -238,7 +241,8 @@ class Board:
 
         async def events() -> AsyncIterator[dict[str, Any]]:
             async for event in self.service.follow(run_id, after):
-                yield {"id": str(event.seq), "data": json.dumps(event.as_dict())}
+                shown = {**event.as_dict(), "data": _paths_shown(event.data, self.shown)}
+                yield {"id": str(event.seq), "data": json.dumps(shown)}
 
         # No reconnection after the run's end: the script closes the stream itself.
         return _SlotStream(events(), ping=15, on_close=lambda: self.streams.give_back(login))
@@ -270,7 +274,7 @@ class Board:
             pieces = self.service.ask(run_id, question)
             first = await anext(pieces, "")
         except BoardError as e:
-            return PlainTextResponse(str(e), status_code=400)
+            return PlainTextResponse(self.shown(e), status_code=400)
 
         async def stream() -> AsyncIterator[str]:
             yield first
@@ -290,7 +294,7 @@ class Board:
         try:
             await self.service.cancel(run_id)
         except BoardError as e:
-            return PlainTextResponse(f"not cancelled: {e}", status_code=400)
+            return PlainTextResponse(f"not cancelled: {self.shown(e)}", status_code=400)
         return RedirectResponse(f"/runs/{run_id}?message=Cancelled.", status_code=303)
 
     async def findings(self, request: Request) -> Response:
@@ -336,6 +340,18 @@ class OpenFileResponse(Response):
             await send({"type": "http.response.body", "body": b"", "more_body": False})
         finally:
             os.close(self.fd)
+
+
+def _paths_shown(value: Any, shown: Callable[[object], str]) -> Any:
+    """``value`` (an event's data) with the paths of its strings shown as the board shows
+    them (a build's output, a reason)."""
+    if isinstance(value, str):
+        return shown(value) if "/" in value else value
+    if isinstance(value, dict):
+        return {k: _paths_shown(v, shown) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_paths_shown(v, shown) for v in value]
+    return value
 
 
 Endpoint = Callable[[Request], Awaitable[Response]]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import json
 import mimetypes
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -69,8 +70,12 @@ def timeline_lines(log_path: Path) -> list[dict[str, str]]:
     return lines
 
 
-def write_report(record: CardRunRecord, prepared: PreparedRun) -> Path:
-    """Write (again) the run's report in its run folder and return its path."""
+def write_report(
+    record: CardRunRecord, prepared: PreparedRun, *, shown: Callable[[object], str] = str
+) -> Path:
+    """Write (again) the run's report in its run folder and return its path; ``shown`` writes
+    the paths in the card's name, the reason and the timeline (the board's
+    :class:`~loopkit_board.shown_paths.PathShortener`: no server folder in the report)."""
     folder = Path(prepared.run_dir)
     artifacts = run_artifacts(folder, base=prepared.base)
     images: list[tuple[str, str]] = []
@@ -87,6 +92,7 @@ def write_report(record: CardRunRecord, prepared: PreparedRun) -> Path:
         "events": timeline_lines(Path(prepared.log_path)),
         "images": images,
         "diff": artifacts.diff,
+        "shown": shown,
     }
     html = _jinja.get_template("report.html").render(**values)
     return write_run_file(folder, REPORT_FILE, html.encode("utf-8"))

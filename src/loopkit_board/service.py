@@ -58,6 +58,7 @@ from loopkit.errors import CardError, LoopkitError
 from loopkit_board.artifacts import RunArtifacts, merge_findings, run_artifacts
 from loopkit_board.cards import CardEntry, CardFolder
 from loopkit_board.feed import RunEvent, RunFeed
+from loopkit_board.shown_paths import PathShortener
 
 if TYPE_CHECKING:
     from loopkit.cards.durable import CardRunRecord, PreparedRun
@@ -133,6 +134,14 @@ class BoardService:
         self.data_dir = Path(data_dir) if data_dir is not None else self.config.runs_dir
         self.chat_model = chat_model
         self.log_poll = log_poll
+        #: Paths as the board and the bot show them (relative to the cards or runs folder).
+        self.shown = PathShortener(
+            [
+                (self.cards.folder, "", "the cards folder"),
+                (self.config.runs_dir, "runs/", "the runs folder"),
+                (self.data_dir, "data/", "the data folder"),
+            ]
+        )
         self._runtime: DurableRuntime | None = None
         self._feeds: dict[str, RunFeed] = {}
         self._prepared: dict[str, PreparedRun] = {}
@@ -368,7 +377,7 @@ class BoardService:
         prepared = await self.prepared(run_id)
         if record is None or prepared is None:
             return None
-        return write_report(record, prepared)
+        return write_report(record, prepared, shown=self.shown)
 
     # -- chat --------------------------------------------------------------------------------
     def _session(self, run_id: str, session_id: str | None) -> Any:

@@ -126,3 +126,34 @@ def test_every_parameter_is_parsed_strictly(tmp_path: Path) -> None:
         assert client.get(f"/runs/{run_id}").status_code == 200
     card_text = (tmp_path / "cards" / f"{CARD}.md").read_text()
     assert card_text == (CARDS / f"{CARD}.md").read_text()
+
+
+def test_no_server_path_in_what_the_board_shows(tmp_path: Path) -> None:
+    cards = tmp_path / "cards"
+    copy_card(cards)
+    (cards / "broken.md").write_text("---\ntitle: [not closed\nstate: New\n---\nbody\n")
+    (cards / "huge.md").write_text("---\ntitle: Huge\nstate: New\n---\n" + "x" * 200_000)
+    (cards / "no-transcript.md").write_text("---\ntitle: No transcript\nstate: New\n---\nb\n")
+    with running_board(tmp_path) as board, board.client() as client:
+        board.login(client)
+        csrf = csrf_of(client.get("/").text)
+        shown = [
+            client.get("/"),
+            client.get("/cards/broken.md"),
+            client.get("/cards/huge.md"),
+            client.post("/cards/broken.md/run", data={"csrf": csrf}),
+            client.post("/cards/huge.md/run", data={"csrf": csrf}),
+            client.post("/cards/no-transcript.md/run", data={"csrf": csrf}),
+            client.post(f"/cards/{CARD}.md/run", data={"csrf": csrf, "role": "wizard"}),
+            client.post(f"/cards/{CARD}.md", data={"csrf": csrf, "text": "not a card"}),
+            client.post("/cards", data={"csrf": csrf, "title": "T", "name": "../up"}),
+            client.get("/cards/nothing.md"),
+            client.post("/runs/0123abcd/chat", data={"csrf": csrf, "question": "?"}),
+            client.post("/runs/0123abcd/cancel", data={"csrf": csrf}),
+        ]
+        statuses = [r.status_code for r in shown]
+        assert statuses == [200, 200, 200, 400, 400, 400, 400, 400, 400, 404, 400, 400], statuses
+        for answer in shown:
+            for folder in {str(tmp_path), str(tmp_path.resolve()), str(ROOT)}:
+                assert folder not in answer.text, (answer.request.url, answer.text[:500])
+        assert "no-transcript.md" in shown[5].text  # the card is still named, by its file name
