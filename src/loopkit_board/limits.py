@@ -22,8 +22,12 @@ when its stream ends, however it ends.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import math
+import os
+import sys
+import threading
 import time
 from collections import OrderedDict, deque
 from collections.abc import Callable
@@ -129,7 +133,7 @@ class SecretChecker:
         self.names = AttemptLimiter(self.limits.account_failures, window)
         self.unknown_tokens = AttemptLimiter(self.limits.token_failures, window, max_keys=1)
         self._pool = ThreadPoolExecutor(
-            self.limits.workers, thread_name_prefix="loopkit-board-argon2"
+            self.limits.workers, thread_name_prefix="loopkit-board-argon2", initializer=_nice
         )
         self._waiting = 0
         self._in_flight: dict[str, int] = {}
@@ -199,6 +203,18 @@ class SecretChecker:
                 self._in_flight[client] = left
             else:
                 del self._in_flight[client]
+
+
+#: The argon2 threads' niceness: below the event loop's, so pages go first on a busy machine.
+NICENESS = 10
+
+
+def _nice() -> None:
+    """Lower this pool thread's priority (Linux: per thread; argon2's own lane threads, made
+    from it, inherit it). Elsewhere, or when not allowed, it stays as it is."""
+    if sys.platform.startswith("linux"):  # elsewhere a thread id is no process id
+        with contextlib.suppress(AttributeError, OSError):
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), NICENESS)
 
 
 def _remember(cache: OrderedDict[str, _V], key: str, value: _V) -> None:

@@ -66,6 +66,11 @@ async def test_the_login_checks_run_in_two_threads_and_the_rest_wait_or_are_refu
         assert len(refused) + len(checked) == 40 and len(checked) == 20, results
         assert all("the board is busy checking logins" in str(r) for r in refused)
         assert 1 <= peak <= 2, peak
+        # below the event loop's priority (Linux: per thread), so pages go first
+        for thread in threading.enumerate():
+            if thread.name.startswith("loopkit-board-argon2") and thread.native_id:
+                stat = Path(f"/proc/self/task/{thread.native_id}/stat").read_text()
+                assert int(stat.rsplit(")", 1)[1].split()[16]) == 10, thread.name
         # the event loop was never blocked: the pool is the only place argon2 runs
         assert await checker.password("client:x", "ann", "right") == "ann"
     finally:
