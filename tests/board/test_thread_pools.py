@@ -20,6 +20,11 @@ from loopkit_board.limits import LimitReached, LoginLimits, SecretChecker
 pytest.importorskip("dbos")
 
 
+def _niceness(thread_id: int) -> int:
+    stat = Path(f"/proc/self/task/{thread_id}/stat").read_text()
+    return int(stat.rsplit(")", 1)[1].split()[16])  # field 19, counted after the name
+
+
 def _threads(prefix: str) -> int:
     return sum(1 for t in threading.enumerate() if t.name.startswith(prefix))
 
@@ -69,8 +74,7 @@ async def test_the_login_checks_run_in_two_threads_and_the_rest_wait_or_are_refu
         # below the event loop's priority (Linux: per thread), so pages go first
         for thread in threading.enumerate():
             if thread.name.startswith("loopkit-board-argon2") and thread.native_id:
-                stat = Path(f"/proc/self/task/{thread.native_id}/stat").read_text()
-                assert int(stat.rsplit(")", 1)[1].split()[16]) == 10, thread.name
+                assert _niceness(thread.native_id) == 10, thread.name
         # the event loop was never blocked: the pool is the only place argon2 runs
         assert await checker.password("client:x", "ann", "right") == "ann"
     finally:
