@@ -148,14 +148,16 @@ class SecretChecker:
         the client or the account must wait."""
         account = f"account:{name}"
         self._check(client, self.names.wait(account), f"too many wrong passwords for {name!r}")
-        user = await self._run(client, self.accounts.check_password, name, password)
-        if user is None:
-            self.clients.failed(client)
-            self.names.failed(account)
-        else:
-            self.clients.forget(client)
-            self.names.forget(account)
-        return user
+
+        def counted(user: str | None) -> None:
+            if user is None:
+                self.clients.failed(client)
+                self.names.failed(account)
+            else:
+                self.clients.forget(client)
+                self.names.forget(account)
+
+        return await self._run(client, counted, self.accounts.check_password, name, password)
 
     async def token(self, client: str, token: str) -> str | None:
         """The token's user (``token:<name>``), or None; a known token costs nothing."""
@@ -169,14 +171,16 @@ class SecretChecker:
             self.clients.failed(client)
             return None
         self._check(client, self.unknown_tokens.wait("all"), "too many unknown tokens")
-        user = await self._run(client, self.accounts.check_token, token)
-        if user is None:
-            self.clients.failed(client)
-            self.unknown_tokens.failed("all")
-            _remember(self._bad_tokens, key, now + self.limits.window_s)
-        else:
-            _remember(self._good_tokens, key, user)
-        return user
+
+        def counted(user: str | None) -> None:
+            if user is None:
+                self.clients.failed(client)
+                self.unknown_tokens.failed("all")
+                _remember(self._bad_tokens, key, now + self.limits.window_s)
+            else:
+                _remember(self._good_tokens, key, user)
+
+        return await self._run(client, counted, self.accounts.check_token, token)
 
     def _check(self, client: str, account_wait: float, account_says: str) -> None:
         wait = self.clients.wait(client)
@@ -189,20 +193,32 @@ class SecretChecker:
         if self._waiting >= self.limits.max_waiting:
             raise LimitReached("the board is busy checking logins", 1)
 
-    async def _run(self, client: str, check: Callable[..., str | None], *args: str) -> str | None:
+    async def _run(
+        self,
+        client: str,
+        counted: Callable[[str | None], None],
+        check: Callable[..., str | None],
+        *args: str,
+    ) -> str | None:
+        """``check(*args)`` in the pool. The check is counted (``counted``, the limits, the
+        waiting and in-flight numbers) when it ends, not when its caller stops waiting: a
+        client that disconnects at once neither frees a place early nor escapes the limits."""
         self._waiting += 1
         self._in_flight[client] = self._in_flight.get(client, 0) + 1
-        try:
-            future = asyncio.get_running_loop().run_in_executor(self._pool, check, *args)
-            # A client that goes away does not free the thread early; it only stops waiting.
-            return await asyncio.shield(future)
-        finally:
+        future = asyncio.get_running_loop().run_in_executor(self._pool, check, *args)
+
+        def done(finished: asyncio.Future[str | None]) -> None:
             self._waiting -= 1
             left = self._in_flight[client] - 1
             if left:
                 self._in_flight[client] = left
             else:
                 del self._in_flight[client]
+            if not finished.cancelled() and finished.exception() is None:
+                counted(finished.result())
+
+        future.add_done_callback(done)
+        return await asyncio.shield(future)
 
 
 #: The argon2 threads' niceness: below the event loop's, so pages go first on a busy machine.
