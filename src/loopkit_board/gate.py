@@ -17,7 +17,8 @@
   the login's CSRF token, as the form field ``csrf`` or the ``X-CSRF-Token`` header; otherwise
   403 and the route never runs (a browser's form gets a page that offers to send it again with
   the right token: another tab's login had replaced the session). The login form has its own
-  token: the ``loopkit_board_login`` cookie (kept, so every open login tab shares it) and, in
+  token: the ``loopkit_board_login_form`` cookie (kept, so every open login tab shares it; for
+  the whole site, so a login page shown at another address reuses it too) and, in
   the form, its HMAC under the board's key, which a cookie planted by another page (another
   port of the same host can set cookies here) cannot match. Cookies are ``Secure`` when the
   board is reached over HTTPS.
@@ -55,8 +56,8 @@ __all__ = [
 
 MAX_FORM_BYTES = 1_000_000
 _UNSAFE = {"POST", "PUT", "PATCH", "DELETE"}
-#: The login form's cookie (path ``/login``): a random nonce, the form carries its HMAC.
-LOGIN_COOKIE = "loopkit_board_login"
+#: The login form's cookie: a random nonce, the form carries its HMAC.
+LOGIN_COOKIE = "loopkit_board_login_form"
 _NONCE = re.compile(r"[A-Za-z0-9_-]{32}")
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 _FORMS = ("application/x-www-form-urlencoded", "multipart/form-data")

@@ -1,7 +1,7 @@
 """The board's login pages: log in and out, and getting back to what one was doing.
 
 - ``GET /login`` (``?next=`` a page of the board): the form, with its CSRF value (the HMAC of the
-  ``loopkit_board_login`` cookie's nonce, which every open login tab shares: two tabs both log
+  ``loopkit_board_login_form`` cookie's nonce, which every open login tab shares: two tabs both log
   in).
 - ``POST /login``: name and password, or a token, checked by
   :class:`~loopkit_board.limits.SecretChecker` (a bounded pool, rate limits: 429 "try again in N
@@ -168,7 +168,7 @@ class LoginPages:
             max_age=_LOGIN_COOKIE_SECONDS,
             httponly=True,
             samesite="strict",
-            path="/login",
+            path="/",  # also sent where the gate shows the login page (an ended login)
             secure=_https(request),
         )
         return page

@@ -88,7 +88,7 @@ def test_an_ended_login_keeps_the_edit(tmp_path: Path, browser: object) -> None:
 
 
 PLANT = """<!doctype html><title>another page on this host</title>
-<script>document.cookie = "loopkit_board_login={nonce}; path=/login";</script>
+<script>document.cookie = "loopkit_board_login_form={nonce}; path=/";</script>
 """
 FIELDS = """<input name="name" value="ann"><input name="password" value="{password}">
 <input name="csrf" value="{nonce}">"""
@@ -142,7 +142,7 @@ def test_a_page_on_another_port_cannot_log_the_browser_in(
             names = {c["name"] for c in context.cookies(board.url + "/login")}
             assert "loopkit_board" not in names  # nobody logged in
             names = {c["name"] for c in context.cookies(board.url + "/login")}
-            assert "loopkit_board_login" in names  # the planted cookie did reach the board
+            assert "loopkit_board_login_form" in names  # the planted cookie reached the board
             assert "loopkit_board" not in names  # and logged nobody in
         finally:
             server.shutdown()

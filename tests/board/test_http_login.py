@@ -89,7 +89,7 @@ def test_a_login_cookie_planted_from_another_port_does_not_log_anyone_in(tmp_pat
     # form's cookie. With the old double submit (cookie == field) that was enough.
     with running_board(tmp_path) as board, board.client() as client:
         planted = "A" * 32
-        client.cookies.set("loopkit_board_login", planted, path="/login")
+        client.cookies.set("loopkit_board_login_form", planted)
         answer = client.post(
             "/login", data={"name": "ann", "password": PASSWORD, "csrf": planted}, headers=PAGE
         )
@@ -103,6 +103,9 @@ def test_two_login_tabs_both_log_in(tmp_path: Path) -> None:
     with running_board(tmp_path) as board, board.client() as client:
         first = _login_form(client)
         second = _login_form(client)  # the second tab: the cookie is kept, not replaced
+        # a third tab posts a form without a login: the login page it gets shares it too
+        third = client.post("/cards", data={"title": "x", "csrf": "x"}, headers=PAGE)
+        assert third.status_code == 401 and "Your login has ended" in third.text
         assert _log_in(client, first).status_code == 303
         assert _log_in(client, second).status_code == 303
         assert client.get("/").status_code == 200
@@ -124,9 +127,9 @@ def test_cookies_are_secure_over_https(tmp_path: Path) -> None:
         assert "secure" in page.headers["set-cookie"].lower()
         port = board.url.rsplit(":", 1)[1]
         # httpx keeps a Secure cookie from this http:// URL, as a browser would over https
-        nonce = re.search(r"loopkit_board_login=([^;]+)", page.headers["set-cookie"])
+        nonce = re.search(r"loopkit_board_login_form=([^;]+)", page.headers["set-cookie"])
         assert nonce
-        https["cookie"] = f"loopkit_board_login={nonce.group(1)}"
+        https["cookie"] = f"loopkit_board_login_form={nonce.group(1)}"
         client.cookies.clear()
         # over https, an http:// origin is another origin
         wrong = client.post(
