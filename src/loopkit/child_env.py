@@ -15,8 +15,8 @@ A build, the app, tests, git and MCP servers get :func:`child_environment`, not 
 - Windows: ``SYSTEMROOT``, ``SYSTEMDRIVE``, ``WINDIR``, ``COMSPEC``, ``PATHEXT``, ``USERPROFILE``,
   ``USERNAME``, ``HOMEDRIVE``, ``HOMEPATH``, ``APPDATA``, ``LOCALAPPDATA``, ``PROGRAMDATA``,
   ``NUMBER_OF_PROCESSORS``, ``PROCESSOR_ARCHITECTURE``;
-- loopkit's own settings: ``LOOPKIT_*``, but for ``LOOPKIT_DATABASE_URL`` (it holds the
-  database's password: :data:`NOT_INHERITED`); the processes that open the durable database
+- loopkit's own settings: ``LOOPKIT_*``, but for :data:`NOT_INHERITED` (``LOOPKIT_DATABASE_URL``,
+  whose URL may hold the database's credentials); the processes that open the durable database
   read it from their own environment, and a child gets it only when passed through by name.
 
 An application's own variables come through ``passthrough``: names or glob patterns
