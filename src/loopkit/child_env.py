@@ -15,7 +15,9 @@ A build, the app, tests, git and MCP servers get :func:`child_environment`, not 
 - Windows: ``SYSTEMROOT``, ``SYSTEMDRIVE``, ``WINDIR``, ``COMSPEC``, ``PATHEXT``, ``USERPROFILE``,
   ``USERNAME``, ``HOMEDRIVE``, ``HOMEPATH``, ``APPDATA``, ``LOCALAPPDATA``, ``PROGRAMDATA``,
   ``NUMBER_OF_PROCESSORS``, ``PROCESSOR_ARCHITECTURE``;
-- loopkit's own settings: ``LOOPKIT_*``.
+- loopkit's own settings: ``LOOPKIT_*``, but for :data:`NOT_INHERITED` (``LOOPKIT_DATABASE_URL``,
+  whose URL may hold the database's credentials); the processes that open the durable database
+  read it from their own environment, and a child gets it only when passed through by name.
 
 An application's own variables come through ``passthrough``: names or glob patterns
 (``INVOICE_APP_*``). Even then a variable whose name looks secret is kept only when the
@@ -33,7 +35,13 @@ from collections.abc import Iterable, Mapping
 
 from loopkit.redaction import is_secret_name
 
-__all__ = ["BASE_NAMES", "BASE_PREFIXES", "check_passthrough", "child_environment"]
+__all__ = [
+    "BASE_NAMES",
+    "BASE_PREFIXES",
+    "NOT_INHERITED",
+    "check_passthrough",
+    "child_environment",
+]
 
 BASE_NAMES = frozenset(
     {
@@ -57,6 +65,9 @@ BASE_NAMES = frozenset(
 
 BASE_PREFIXES = ("LC_", "XDG_", "QT_", "LOOPKIT_")
 """Prefixes of further variables every child gets (when set), unless the name looks secret."""
+
+NOT_INHERITED = frozenset({"LOOPKIT_DATABASE_URL"})
+"""Names the allowlist would keep but that hold a credential: passed only when named exactly."""
 
 _GLOB_CHARS = frozenset("*?[")
 _WINDOWS = sys.platform == "win32"
@@ -93,8 +104,8 @@ def child_environment(
 
     Keeps the allowlist (:data:`BASE_NAMES`, :data:`BASE_PREFIXES`; left out with
     ``allowlist=False``) and the variables matching ``passthrough`` (names or ``fnmatch``
-    patterns), never a secret-looking name unless ``passthrough`` names it exactly; then sets
-    ``extra`` as given.
+    patterns), never a secret-looking name nor one of :data:`NOT_INHERITED` unless
+    ``passthrough`` names it exactly; then sets ``extra`` as given.
     """
     env = os.environ if environ is None else environ
     entries = check_passthrough(passthrough)
@@ -105,7 +116,7 @@ def child_environment(
         key = _norm(name)
         if key in exact:
             child[name] = value
-        elif is_secret_name(name):
+        elif is_secret_name(name) or key in NOT_INHERITED:
             continue
         elif (allowlist and (key in BASE_NAMES or key.startswith(BASE_PREFIXES))) or any(
             fnmatch.fnmatchcase(key, g) for g in globs

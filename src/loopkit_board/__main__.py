@@ -5,22 +5,34 @@
 
 Runs go on the durable queue; start workers with ``python -m loopkit.worker`` (same database:
 ``--config``/``--database`` as theirs). A non-loopback ``--host`` needs ``--allow-remote``.
-Exit status: 0 stopped, 2 bad input.
+Every setting is checked before the port is bound (bad input: one line, exit status 2, nothing
+listening and nothing created). SIGINT, SIGTERM or SIGHUP stop it: exit status 130, as every
+loopkit command (docs/security.md).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import getpass
 import ipaddress
 import os
+import signal
 import socket
 import sys
+import threading
+from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from loopkit.command_line import EXIT_BAD_INPUT, EXIT_OK, OneLineParser
+from loopkit.command_line import (
+    EXIT_BAD_INPUT,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    OneLineParser,
+    positive_int,
+)
 
 if TYPE_CHECKING:
     from loopkit.cards.config import RunnerConfig
@@ -56,6 +68,18 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         default=os.environ.get("LOOPKIT_TRACING_URL"),
         help="link each run to its trace: a trace viewer's URL with {trace_id} in it "
         "(env LOOPKIT_TRACING_URL; docs/observability.md)",
+    )
+    parser.add_argument(
+        "--max-streams",
+        type=positive_int,
+        default=200,
+        help="live run streams open at once, in all (default 200)",
+    )
+    parser.add_argument(
+        "--max-streams-per-login",
+        type=positive_int,
+        default=16,
+        help="live run streams open at once for one login (default 16)",
     )
     return parser.parse_args(argv)
 
@@ -109,11 +133,13 @@ def main(argv: list[str] | None = None) -> int:
     from loopkit.cards import ConfigError, load_config
     from loopkit.demo.run import check_durable
     from loopkit_board.auth import AuthConfigError, load_accounts
+    from loopkit_board.settings import check_service_settings
 
     try:
         accounts = load_accounts(args.accounts)
         config = load_config(args.config, database_url=args.database)
         check_durable(config)
+        check_service_settings(config, args.data_dir)
     except (AuthConfigError, ConfigError) as e:
         return _error(str(e))
     return asyncio.run(serve(args, config, accounts, ip))
@@ -125,22 +151,13 @@ async def serve(
     accounts: Accounts,
     ip: ipaddress.IPv4Address | ipaddress.IPv6Address,
 ) -> int:
-    """Serve the board until stopped (Ctrl-C, SIGTERM)."""
+    """Serve the board until stopped (SIGINT, SIGTERM, SIGHUP: exit status 130)."""
     import uvicorn
 
     from loopkit_board.app import create_app
+    from loopkit_board.limits import StreamSlots
     from loopkit_board.service import BoardService
 
-    family = socket.AF_INET6 if ip.version == 6 else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        sock.bind((str(ip), args.port))
-    except OSError as e:
-        return _error(f"cannot listen on {ip}:{args.port}: {e.strerror or e}")
-    port = sock.getsockname()[1]
-    host = f"[{ip}]" if ip.version == 6 else str(ip)
-    allowed = [host] + (["localhost"] if ip.is_loopback else [])
     service = BoardService(
         args.cards,
         config=config,
@@ -148,13 +165,59 @@ async def serve(
         chat_model=args.chat_model,
         tracing_url=args.tracing_url,
     )
-    app = create_app(service, accounts, allowed_hosts=allowed)
-    server = uvicorn.Server(
+    family = socket.AF_INET6 if ip.version == 6 else socket.AF_INET
+    host = f"[{ip}]" if ip.version == 6 else str(ip)
+    allowed = [host] + (["localhost"] if ip.is_loopback else [])
+    try:  # the cookie key is read or made here: before anything listens
+        streams = StreamSlots(per_login=args.max_streams_per_login, total=args.max_streams)
+        app = create_app(service, accounts, allowed_hosts=allowed, streams=streams)
+    except OSError as e:
+        return _error(f"data folder {service.data_dir}: {e.strerror or e}")
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((str(ip), args.port))
+    except OSError as e:
+        sock.close()
+        return _error(f"cannot listen on {ip}:{args.port}: {e.strerror or e}")
+    port = sock.getsockname()[1]
+    server = _server_class()(
         uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=2)
     )
     print(f"board on http://{host}:{port}/ (cards: {args.cards})", flush=True)
     await server.serve(sockets=[sock])
-    return EXIT_OK
+    return EXIT_INTERRUPTED if server.stopped_by else EXIT_OK
+
+
+def _server_class() -> Any:
+    import uvicorn
+
+    class Server(uvicorn.Server):
+        """uvicorn's server, stopped by SIGINT, SIGTERM or SIGHUP without raising the signal
+        again afterwards (uvicorn does, which ends the process with -15 instead of 130)."""
+
+        stopped_by: int | None = None
+
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            if threading.current_thread() is not threading.main_thread():
+                yield
+                return
+            stops = [signal.SIGINT, signal.SIGTERM, *[getattr(signal, "SIGHUP", signal.SIGTERM)]]
+            before = {sig: signal.signal(sig, self._stop) for sig in dict.fromkeys(stops)}
+            try:
+                yield
+            finally:
+                for sig, handler in before.items():
+                    signal.signal(sig, handler)
+
+        def _stop(self, sig: int, frame: object) -> None:
+            self.stopped_by = sig
+            if self.should_exit:
+                self.force_exit = True  # a second signal: stop now
+            self.should_exit = True
+
+    return Server
 
 
 if __name__ == "__main__":

@@ -14,11 +14,14 @@ from __future__ import annotations
 
 import json
 import mimetypes
-from collections.abc import AsyncIterator, Awaitable
+import os
+import re
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import anyio.to_thread
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from sse_starlette import EventSourceResponse
 from starlette.applications import Starlette
@@ -32,31 +35,68 @@ from starlette.responses import (
     StreamingResponse,
 )
 from starlette.routing import Route
+from starlette.types import Receive, Scope, Send
 
 from loopkit.cards.card import CardState
 from loopkit.durable.errors import DatabaseUnavailableError
-from loopkit_board.auth import COOKIE, Accounts, Signer
-from loopkit_board.gate import Gate, new_login_csrf
-from loopkit_board.service import BoardError, BoardService, QueuedRun
+from loopkit_board.artifacts import open_run_file
+from loopkit_board.auth import Accounts, Signer
+from loopkit_board.gate import Gate
+from loopkit_board.limits import LimitReached, LoginLimits, SecretChecker, StreamSlots
+from loopkit_board.login_pages import LoginPages
+from loopkit_board.service import BoardError, BoardService, CardNotFoundError, QueuedRun
 
-__all__ = ["create_app"]
+__all__ = ["create_app", "parse_after", "valid_run_id"]
 
 _HERE = Path(__file__).parent
 _COLUMNS = [s.value for s in CardState]
+#: A run id as the queue makes them (32 hex digits), or as a program chose it: letters,
+#: digits and ``_.:-``; anything else names no run and never reaches the database.
+_RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}")
+_AFTER = re.compile(r"[0-9]{1,9}")
+#: The note a redirect shows on the next page (``?message=``): short, one line.
+_MESSAGE_CHARS = 300
+
+
+def valid_run_id(run_id: str) -> bool:
+    """Whether ``run_id`` has the shape of a run id (ASCII letters, digits, ``_.:-``)."""
+    return _RUN_ID.fullmatch(run_id) is not None
+
+
+def parse_after(given: str | None) -> int | None:
+    """``?after=N`` of an event stream: -1 when absent or empty, N for ASCII digits (at most
+    nine), None for anything else (``²``, ``-1``, ``1e3``, a space): a 400."""
+    if not given:
+        return -1
+    return int(given) if _AFTER.fullmatch(given) else None
+
+
+def _note(text: str | None) -> str | None:
+    """A ``?message=`` note as shown: printable, one line, at most 300 characters."""
+    if not text:
+        return None
+    shown = "".join(c if c.isprintable() else " " for c in text[:_MESSAGE_CHARS])
+    return shown.strip() or None
 
 
 class Board:
     """The routes, bound to one service and one set of accounts."""
 
-    def __init__(self, service: BoardService, accounts: Accounts, signer: Signer) -> None:
+    def __init__(
+        self, service: BoardService, signer: Signer, checker: SecretChecker, streams: StreamSlots
+    ) -> None:
         self.service = service
-        self.accounts = accounts
         self.signer = signer
+        self.streams = streams
+        #: Paths as shown: relative to the cards or runs folder, never the server's own.
+        self.shown = service.shown
+        self.login = LoginPages(self.page, signer, checker)
         self.jinja = Environment(
             loader=FileSystemLoader(_HERE / "templates"),
             autoescape=select_autoescape(["html"]),
             auto_reload=False,
         )
+        self.jinja.filters["shown"] = self.shown
 
     # -- helpers -----------------------------------------------------------------------------
     def page(
@@ -66,7 +106,7 @@ class Board:
         html = self.jinja.get_template(template).render(
             user=state.get("user"),
             csrf=state.get("csrf", ""),
-            message=request.query_params.get("message"),
+            message=_note(request.query_params.get("message")),
             **values,
         )
         return HTMLResponse(html, status_code=status)
@@ -75,49 +115,6 @@ class Board:
     def form(request: Request) -> dict[str, str]:
         """The form the gate already read (urlencoded), as one value a field."""
         return dict(request.scope.get("state", {}).get("form", {}))
-
-    # -- login -------------------------------------------------------------------------------
-    async def login_page(self, request: Request) -> Response:
-        token = new_login_csrf()
-        response = self.page(request, "login.html", login_csrf=token)
-        response.set_cookie(
-            "loopkit_board_login", token, httponly=True, samesite="strict", path="/login"
-        )
-        return response
-
-    async def login(self, request: Request) -> Response:
-        form = self.form(request)
-        user: str | None = None
-        if form.get("token"):
-            user = self.accounts.check_token(form["token"])
-        elif form.get("name"):
-            user = self.accounts.check_password(form["name"], form.get("password", ""))
-        if user is None:
-            token = new_login_csrf()
-            failed = self.page(
-                request, "login.html", 401, error="Wrong name, password or token.", login_csrf=token
-            )
-            failed.set_cookie(
-                "loopkit_board_login", token, httponly=True, samesite="strict", path="/login"
-            )
-            return failed
-        response = RedirectResponse("/", status_code=303)
-        response.set_cookie(
-            COOKIE,
-            self.signer.sign(Signer.new_session(user)),
-            httponly=True,
-            samesite="strict",
-            max_age=12 * 3600,
-        )
-        response.delete_cookie("loopkit_board_login", path="/login")
-        return response
-
-    async def logout(self, request: Request) -> Response:
-        # Revoked on the server too: a copy of the cookie is no login from now on.
-        self.signer.revoke(request.cookies.get(COOKIE))
-        response = RedirectResponse("/login", status_code=303)
-        response.delete_cookie(COOKIE)
-        return response
 
     # -- cards -------------------------------------------------------------------------------
     async def board(self, request: Request) -> Response:
@@ -144,7 +141,7 @@ class Board:
                 form.get("name") or None,
             )
         except BoardError as e:
-            return PlainTextResponse(f"card not created: {e}", status_code=400)
+            return PlainTextResponse(f"card not created: {self.shown(e)}", status_code=400)
         return RedirectResponse(f"/cards/{card.name}", status_code=303)
 
     async def card_page(self, request: Request, error: str | None = None) -> Response:
@@ -152,7 +149,7 @@ class Board:
         try:
             card = self.service.get_card(name)
         except BoardError as e:
-            return PlainTextResponse(str(e), status_code=404)
+            return PlainTextResponse(self.shown(e), status_code=404)
         path = str(card.path.resolve())
         runs = [r for r in await self.service.list_runs(limit=200) if r.card == path]
         text = self.form(request).get("text", card.text) if error else card.text
@@ -173,7 +170,7 @@ class Board:
         try:
             self.service.save_card(name, self.form(request).get("text", ""))
         except BoardError as e:
-            return await self.card_page(request, error=f"not saved: {e}")
+            return await self.card_page(request, error=f"not saved: {self.shown(e)}")
         return RedirectResponse(f"/cards/{name}?message=Saved.", status_code=303)
 
     async def start_run(self, request: Request) -> Response:
@@ -186,8 +183,10 @@ class Board:
     async def _queued(self, enqueued: Awaitable[QueuedRun]) -> Response:
         try:
             queued = await enqueued
+        except CardNotFoundError as e:
+            return PlainTextResponse(f"run not started: {self.shown(e)}", status_code=404)
         except BoardError as e:
-            return PlainTextResponse(f"run not started: {e}", status_code=400)
+            return PlainTextResponse(f"run not started: {self.shown(e)}", status_code=400)
         note = "Queued" if queued.created else "This card already has a run; here it is"
         if queued.position:
             note += f" (place {queued.position} in the queue)"
@@ -222,43 +221,56 @@ class Board:
 
     async def run_events(self, request: Request) -> Response:
         run_id = request.path_params["run_id"]
-        if await self.service.get_run(run_id) is None:
+        login = str(request.scope.get("state", {}).get("login", ""))
+        try:
+            self.streams.take(login)  # before any work: a flood of streams costs nothing
+        except LimitReached as e:
+            return PlainTextResponse(str(e), 429, headers={"Retry-After": str(e.retry_after)})
+        try:
+            found = await self.service.get_run(run_id)
+        except BaseException:
+            self.streams.give_back(login)
+            raise
+        if found is None:
+            self.streams.give_back(login)
             return PlainTextResponse(f"there is no run {run_id!r}", status_code=404)
         # The whole story at each (re)connection: a restarted board numbers its events anew,
         # so a browser's Last-Event-ID is not honoured; the page redraws its timeline on open.
         # A program that keeps its place within one board's life passes ?after=N.
-        given = request.query_params.get("after", "")
-        after = int(given) if given.isdigit() else -1
+        after = parse_after(request.query_params.get("after"))
+        if after is None:
+            self.streams.give_back(login)
+            return PlainTextResponse(
+                "after: expected the number of the last event you have (0, 1, 2, ...)", 400
+            )
 
         async def events() -> AsyncIterator[dict[str, Any]]:
             async for event in self.service.follow(run_id, after):
-                yield {"id": str(event.seq), "data": json.dumps(event.as_dict())}
+                shown = {**event.as_dict(), "data": _paths_shown(event.data, self.shown)}
+                yield {"id": str(event.seq), "data": json.dumps(shown)}
 
         # No reconnection after the run's end: the script closes the stream itself.
-        return EventSourceResponse(events(), ping=15)
+        return _SlotStream(events(), ping=15, on_close=lambda: self.streams.give_back(login))
 
     async def run_file(self, request: Request) -> Response:
         run_id = request.path_params["run_id"]
         prepared = await self.service.prepared(run_id)
-        if prepared is None:
+        relative = request.path_params["path"]
+        fd = None if prepared is None else open_run_file(prepared.run_dir, relative)
+        if fd is None:
             return PlainTextResponse("no such file", status_code=404)
-        path = _inside(Path(prepared.run_dir), request.path_params["path"])
-        if path is None:
-            return PlainTextResponse("no such file", status_code=404)
-        media = mimetypes.guess_type(path.name)[0] or "application/octet-stream"
-        response = FileResponse(path, media_type=media)
+        media = mimetypes.guess_type(relative)[0] or "application/octet-stream"
         # A report is the run's own HTML: it may not script the board (sandboxed, no scripts).
-        response.headers["Content-Security-Policy"] = "sandbox; default-src 'self' 'unsafe-inline'"
-        return response
+        csp = "sandbox; default-src 'self' 'unsafe-inline'"
+        return OpenFileResponse(fd, media, {"Content-Security-Policy": csp})
 
     async def report(self, request: Request) -> Response:
         path = await self.service.report(request.path_params["run_id"])
-        if path is None:
+        fd = None if path is None else open_run_file(path.parent, path.name)
+        if fd is None:
             return PlainTextResponse("the run has not started yet: no report", status_code=404)
-        response = FileResponse(path, media_type="text/html")
         csp = "sandbox; default-src 'self' data: 'unsafe-inline'"
-        response.headers["Content-Security-Policy"] = csp
-        return response
+        return OpenFileResponse(fd, "text/html", {"Content-Security-Policy": csp})
 
     async def chat(self, request: Request) -> Response:
         run_id = request.path_params["run_id"]
@@ -267,7 +279,7 @@ class Board:
             pieces = self.service.ask(run_id, question)
             first = await anext(pieces, "")
         except BoardError as e:
-            return PlainTextResponse(str(e), status_code=400)
+            return PlainTextResponse(self.shown(e), status_code=400)
 
         async def stream() -> AsyncIterator[str]:
             yield first
@@ -296,7 +308,7 @@ class Board:
         try:
             await self.service.cancel(run_id)
         except BoardError as e:
-            return PlainTextResponse(f"not cancelled: {e}", status_code=400)
+            return PlainTextResponse(f"not cancelled: {self.shown(e)}", status_code=400)
         return RedirectResponse(f"/runs/{run_id}?message=Cancelled.", status_code=303)
 
     async def findings(self, request: Request) -> Response:
@@ -306,45 +318,112 @@ class Board:
         return FileResponse(_HERE / "static" / "board.js", media_type="text/javascript")
 
 
-def _inside(folder: Path, relative: str) -> Path | None:
-    """``folder/relative`` when it is a file inside ``folder`` and outside its repository."""
-    root = folder.resolve()
-    path = (root / relative).resolve()
-    if not path.is_relative_to(root) or not path.is_file():
-        return None
-    return None if path.relative_to(root).parts[:1] == ("repo",) else path
+class _SlotStream(EventSourceResponse):
+    """An event stream that gives its slot back when it ends, however it ends (the run's end,
+    the client gone, the server stopping), also when its generator never started."""
+
+    def __init__(self, *args: Any, on_close: Callable[[], None], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._on_close = on_close
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            self._on_close()
+
+
+class OpenFileResponse(Response):
+    """A file sent from a descriptor already opened and checked (no second lookup by name that
+    a planted link could redirect); the descriptor is closed at the end, also when the client
+    goes away first."""
+
+    chunk_bytes = 256 * 1024
+
+    def __init__(self, fd: int, media_type: str, headers: dict[str, str]) -> None:
+        size = os.fstat(fd).st_size
+        super().__init__(None, 200, {**headers, "content-length": str(size)}, media_type)
+        self.fd = fd
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await send({"type": "http.response.start", "status": 200, "headers": self.raw_headers})
+            if scope.get("method") != "HEAD":
+                while chunk := await anyio.to_thread.run_sync(os.read, self.fd, self.chunk_bytes):
+                    await send({"type": "http.response.body", "body": chunk, "more_body": True})
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+        finally:
+            os.close(self.fd)
+
+
+def _paths_shown(value: Any, shown: Callable[[object], str]) -> Any:
+    """``value`` (an event's data) with the paths of its strings shown as the board shows
+    them (a build's output, a reason)."""
+    if isinstance(value, str):
+        return shown(value) if "/" in value else value
+    if isinstance(value, dict):
+        return {k: _paths_shown(v, shown) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_paths_shown(v, shown) for v in value]
+    return value
+
+
+Endpoint = Callable[[Request], Awaitable[Response]]
+
+
+def _named_run(handler: Endpoint) -> Endpoint:
+    """``handler`` for a route with ``{run_id}``, answering 404 for a value that is no run id
+    (it never reaches the database)."""
+
+    async def checked(request: Request) -> Response:
+        run_id = request.path_params["run_id"]
+        if not valid_run_id(run_id):
+            return PlainTextResponse(f"there is no run {run_id[:80]!r}", status_code=404)
+        return await handler(request)
+
+    return checked
 
 
 def create_app(
-    service: BoardService, accounts: Accounts, *, allowed_hosts: list[str] | None = None
+    service: BoardService,
+    accounts: Accounts,
+    *,
+    allowed_hosts: list[str] | None = None,
+    limits: LoginLimits | None = None,
+    streams: StreamSlots | None = None,
 ) -> Starlette:
-    """The board as an ASGI app; the service is started and stopped with it."""
+    """The board as an ASGI app; the service is started and stopped with it. ``limits``: the
+    login checks' limits; ``streams``: the live event streams' caps (per login, in all)."""
     signer = Signer(service.data_dir)
-    board = Board(service, accounts, signer)
+    checker = SecretChecker(accounts, limits)
+    board = Board(service, signer, checker, streams or StreamSlots())
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        async with service:
-            yield
+        try:
+            async with service:
+                yield
+        finally:
+            checker.close()
 
     routes = [
-        Route("/login", board.login_page, methods=["GET"]),
-        Route("/login", board.login, methods=["POST"]),
-        Route("/logout", board.logout, methods=["POST"]),
+        Route("/login", board.login.login_page, methods=["GET"]),
+        Route("/login", board.login.login, methods=["POST"]),
+        Route("/logout", board.login.logout, methods=["POST"]),
         Route("/", board.board, methods=["GET"]),
         Route("/cards", board.create_card, methods=["POST"]),
         Route("/cards/{name}", board.card_page, methods=["GET"]),
         Route("/cards/{name}", board.save_card, methods=["POST"]),
         Route("/cards/{name}/run", board.start_run, methods=["POST"]),
         Route("/runs", board.runs, methods=["GET"]),
-        Route("/runs/{run_id}", board.run_page, methods=["GET"]),
-        Route("/runs/{run_id}/events", board.run_events, methods=["GET"]),
-        Route("/runs/{run_id}/files/{path:path}", board.run_file, methods=["GET"]),
-        Route("/runs/{run_id}/report", board.report, methods=["GET"]),
-        Route("/runs/{run_id}/chat", board.chat, methods=["POST"]),
-        Route("/runs/{run_id}/follow-up", board.follow_up, methods=["POST"]),
-        Route("/runs/{run_id}/test", board.test_change, methods=["POST"]),
-        Route("/runs/{run_id}/cancel", board.cancel, methods=["POST"]),
+        Route("/runs/{run_id}", _named_run(board.run_page), methods=["GET"]),
+        Route("/runs/{run_id}/events", _named_run(board.run_events), methods=["GET"]),
+        Route("/runs/{run_id}/files/{path:path}", _named_run(board.run_file), methods=["GET"]),
+        Route("/runs/{run_id}/report", _named_run(board.report), methods=["GET"]),
+        Route("/runs/{run_id}/chat", _named_run(board.chat), methods=["POST"]),
+        Route("/runs/{run_id}/follow-up", _named_run(board.follow_up), methods=["POST"]),
+        Route("/runs/{run_id}/test", _named_run(board.test_change), methods=["POST"]),
+        Route("/runs/{run_id}/cancel", _named_run(board.cancel), methods=["POST"]),
         Route("/findings", board.findings, methods=["GET"]),
         Route("/static/board.js", board.script, methods=["GET"]),
     ]
@@ -364,5 +443,11 @@ def create_app(
         lifespan=lifespan,
         exception_handlers={DatabaseUnavailableError: database_unavailable},
     )
-    app.add_middleware(Gate, accounts=accounts, signer=signer, allowed_hosts=allowed_hosts)
+    app.add_middleware(
+        Gate,
+        signer=signer,
+        checker=checker,
+        allowed_hosts=allowed_hosts,
+        pages=board.login.gate_pages(),
+    )
     return app

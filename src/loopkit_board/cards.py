@@ -24,6 +24,7 @@ __all__ = ["CardEntry", "CardFolder", "card_text"]
 #: A card's file name: letters, digits, '.', '_', '-', ending in .md (no folders).
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,100}\.md")
 _SLUG = re.compile(r"[^a-z0-9]+")
+NEW = CardState.NEW.value
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +74,37 @@ class CardFolder:
             )
         return self.folder / name
 
+    def _inside(self, path: Path) -> Path | None:
+        """``path`` resolved (links followed) when that is a file directly in the folder."""
+        try:
+            target = path.resolve()
+        except (OSError, RuntimeError, ValueError):
+            return None
+        if target.parent != self.folder.resolve() or not _NAME.fullmatch(target.name):
+            return None
+        return target if target.is_file() else None
+
+    def _existing(self, name: str) -> Path:
+        path = self.check_name(name)
+        if self._inside(path) is None:
+            raise CardError(f"there is no card {name!r} in the cards folder")
+        return path
+
+    def resolve(self, card: str | Path) -> Path:
+        """The path of a card of this folder (resolved) given by its file name, or by a path
+        (relative to the working folder, or absolute) that resolves, links followed, to a file
+        directly in the folder; :class:`CardError` for anything else: never a path outside."""
+        text = str(card)
+        if isinstance(card, str) and "/" not in text:
+            return self._existing(text).resolve()
+        target = self._inside(Path(text))
+        if target is None:
+            raise CardError(
+                f"card {text!r}: there is no such card in the cards folder (give a card's file "
+                "name, e.g. my-card.md)"
+            )
+        return target
+
     def slug(self, title: str) -> str:
         """A free file name for a new card titled ``title``."""
         base = _SLUG.sub("-", title.lower()).strip("-")[:60] or "card"
@@ -103,7 +135,12 @@ class CardFolder:
             if cached is not None and cached[0] == key:
                 entries.append(cached[1])
                 continue
-            entry = self._read(item.name, Path(item.path))
+            path = Path(item.path)
+            if item.is_symlink() and self._inside(path) is None:
+                outside = "a link to a file outside the cards folder: not read"
+                entry = CardEntry(item.name, path, item.name, NEW, None, "", "", outside)
+            else:
+                entry = self._read(item.name, path)
             self._cache[item.name] = (key, entry)
             entries.append(entry)
         for gone in set(self._cache) - seen:
@@ -111,11 +148,8 @@ class CardFolder:
         return entries
 
     def get(self, name: str) -> CardEntry:
-        """One card (:class:`CardError` when there is no such file)."""
-        path = self.check_name(name)
-        if not path.is_file():
-            raise CardError(f"there is no card {name!r} in {self.folder}")
-        return self._read(name, path)
+        """One card (:class:`CardError` when there is no such file in the folder)."""
+        return self._read(name, self._existing(name))
 
     def _read(self, name: str, path: Path) -> CardEntry:
         try:
@@ -144,7 +178,9 @@ class CardFolder:
         """Write card ``name`` from its whole text (checked first: nothing is written when it
         is not a valid card). ``new``: refuse to overwrite an existing file."""
         path = self.check_name(name)
-        if new and path.exists():
+        if new and os.path.lexists(path):
             raise CardError(f"card {name!r} exists already")
+        if not new:
+            path = self._existing(name)
         write_card(path, text.replace("\r\n", "\n"), max_bytes=self.max_bytes)
         return self._read(name, path)

@@ -11,12 +11,13 @@ from __future__ import annotations
 import base64
 import json
 import mimetypes
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
-from loopkit_board.artifacts import run_artifacts
+from loopkit_board.artifacts import read_run_file, run_artifacts, write_run_file
 from loopkit_board.feed import log_events
 
 if TYPE_CHECKING:
@@ -69,15 +70,19 @@ def timeline_lines(log_path: Path) -> list[dict[str, str]]:
     return lines
 
 
-def write_report(record: CardRunRecord, prepared: PreparedRun) -> Path:
-    """Write (again) the run's report in its run folder and return its path."""
+def write_report(
+    record: CardRunRecord, prepared: PreparedRun, *, shown: Callable[[object], str] = str
+) -> Path:
+    """Write (again) the run's report in its run folder and return its path; ``shown`` writes
+    the paths in the card's name, the reason and the timeline (the board's
+    :class:`~loopkit_board.shown_paths.PathShortener`: no server folder in the report)."""
     folder = Path(prepared.run_dir)
     artifacts = run_artifacts(folder, base=prepared.base)
     images: list[tuple[str, str]] = []
     budget = MAX_INLINE_BYTES
     for name in artifacts.images:
-        data = (folder / name).read_bytes()
-        if len(data) > budget:
+        data = read_run_file(folder, name, max_bytes=budget)  # no link, no hard link
+        if data is None:
             continue
         budget -= len(data)
         media = mimetypes.guess_type(name)[0] or "image/png"
@@ -87,7 +92,7 @@ def write_report(record: CardRunRecord, prepared: PreparedRun) -> Path:
         "events": timeline_lines(Path(prepared.log_path)),
         "images": images,
         "diff": artifacts.diff,
+        "shown": shown,
     }
-    path = folder / REPORT_FILE
-    path.write_text(_jinja.get_template("report.html").render(**values), encoding="utf-8")
-    return path
+    html = _jinja.get_template("report.html").render(**values)
+    return write_run_file(folder, REPORT_FILE, html.encode("utf-8"))

@@ -17,8 +17,9 @@ API (all of it; ``async`` methods need the service started: ``async with BoardSe
         service.create_card(title, body, category=None, name=None) -> CardEntry  # state New
         service.save_card(name, text) -> CardEntry        # whole text, checked before written
         await service.enqueue(card, role=None, repo=None, parent=None, then=None) -> QueuedRun
-                                                          # card: a name in the folder or a
-                                                          # path; .run_id .created .position
+                                                          # card: a name in the folder (or a
+                                                          # path inside it); .run_id .created
+                                                          # .position
         await service.follow_up(run_id, role) -> QueuedRun  # in the run's repository
         await service.test_change(run_id) -> QueuedRun    # the test role on a done run's repo
         await service.queue_position(run_id) -> int | None    # 1 = next; None: not queued
@@ -63,6 +64,7 @@ from loopkit.errors import CardError, LoopkitError
 from loopkit_board.artifacts import RunArtifacts, merge_findings, run_artifacts
 from loopkit_board.cards import CardEntry, CardFolder
 from loopkit_board.feed import RunEvent, RunFeed
+from loopkit_board.shown_paths import PathShortener
 
 if TYPE_CHECKING:
     from loopkit.cards.durable import CardRunRecord, PreparedRun
@@ -73,6 +75,7 @@ __all__ = [
     "BoardError",
     "BoardService",
     "CardEntry",
+    "CardNotFoundError",
     "QueuedRun",
     "RunDetails",
     "RunEvent",
@@ -88,6 +91,10 @@ def _log_warning(message: str) -> None:
 
 class BoardError(LoopkitError):
     """Bad input to the board (a card, a role, a run id): the message says what was expected."""
+
+
+class CardNotFoundError(BoardError):
+    """No such card in the cards folder (the web board answers 404)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,6 +155,14 @@ class BoardService:
             )
         #: A trace viewer's page of one trace, ``{trace_id}`` in it: each run links there.
         self.tracing_url = tracing_url
+        #: Paths as the board and the bot show them (relative to the cards or runs folder).
+        self.shown = PathShortener(
+            [
+                (self.cards.folder, "", "the cards folder"),
+                (self.config.runs_dir, "runs/", "the runs folder"),
+                (self.data_dir, "data/", "the data folder"),
+            ]
+        )
         self._runtime: DurableRuntime | None = None
         #: The runs database as this process sees it: lost (a page says so, streams wait) or
         #: reachable; one log line per change (see :meth:`database_lost`).
@@ -272,10 +287,11 @@ class BoardService:
         return self.cards.list()
 
     def get_card(self, name: str) -> CardEntry:
+        """Card ``name`` of the folder (:class:`CardNotFoundError` when there is none)."""
         try:
             return self.cards.get(name)
         except CardError as e:
-            raise BoardError(str(e)) from None
+            raise CardNotFoundError(str(e)) from None
 
     def create_card(
         self, title: str, body: str, category: str | None = None, name: str | None = None
@@ -296,15 +312,13 @@ class BoardService:
             raise BoardError(str(e)) from None
 
     def card_path(self, card: str | Path) -> Path:
-        """A card given as a name in the folder, or as a path."""
-        if isinstance(card, str) and "/" not in card and (self.cards.folder / card).is_file():
-            return self.cards.folder / card
-        path = Path(card)
-        if not path.is_file():
-            raise BoardError(
-                f"card {str(card)!r}: no such card file (a name in the folder, or a path)"
-            )
-        return path
+        """A card of the cards folder, given by its file name or by a path that resolves (links
+        followed) to a file directly in the folder; :class:`CardNotFoundError` for anything
+        else: a run never rewrites a file outside the folder."""
+        try:
+            return self.cards.resolve(card)
+        except CardError as e:
+            raise CardNotFoundError(str(e)) from None
 
     # -- the queue ---------------------------------------------------------------------------
     async def enqueue(
@@ -501,7 +515,7 @@ class BoardService:
         prepared = await self.prepared(run_id)
         if record is None or prepared is None:
             return None
-        return write_report(record, prepared)
+        return write_report(record, prepared, shown=self.shown)
 
     # -- chat --------------------------------------------------------------------------------
     def _session(self, run_id: str, session_id: str | None) -> Any:

@@ -18,6 +18,7 @@ from loopkit_tools.git import CommitResult, GitCommitter
 from loopkit_tools.local_tools import LocalTools
 from loopkit_tools.paging import page_lines
 from loopkit_tools.processes import CommandResult, ProcessGroup, group_alive, pid_alive, run_command
+from loopkit_tools.safe_git import git_argv, git_environment, run_git
 from loopkit_tools.workspace import PathRefusedError, WorkspaceGuard
 
 __all__ = [
@@ -44,12 +45,15 @@ __all__ = [
     "WorkspaceGuard",
     "WrongTerm",
     "condense",
+    "git_argv",
+    "git_environment",
     "group_alive",
     "page_lines",
     "pid_alive",
     "relevant_lines",
     "rule_from_message",
     "run_command",
+    "run_git",
 ]
 
 # The memory (SQLite, YAML, its models) is imported on first use of one of its names, so the file

@@ -29,23 +29,8 @@ from pathlib import Path
 
 from loopkit.abstractions import ToolError
 from loopkit_tools.processes import run_command
+from loopkit_tools.safe_git import git_argv, git_variables
 
-# Options and environment of every git command the committer runs (see the module docstring).
-_SAFE_CONFIG = [
-    "-c", f"core.hooksPath={os.devnull}",
-    "-c", "core.fsmonitor=false",
-    "-c", f"core.attributesFile={os.devnull}",
-    "-c", "diff.external=",
-    "-c", "commit.gpgSign=false",
-    "-c", "gc.auto=0",
-    "-c", "maintenance.auto=false",
-    "-c", "core.pager=cat",
-]  # fmt: skip
-_SAFE_ENV = {
-    "GIT_CONFIG_NOSYSTEM": "1",
-    "GIT_CONFIG_GLOBAL": os.devnull,
-    "GIT_ATTR_NOSYSTEM": "1",
-}
 # What may not appear in a message line: control characters (Cc), format characters such as
 # bidi overrides and zero-width ones (Cf), line and paragraph separators, lone surrogates.
 _BIDI = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061c")
@@ -119,13 +104,10 @@ class GitCommitter:
     async def _git(
         self, *args: str, config: Sequence[str] = (), safe: bool = True
     ) -> tuple[int, str]:
-        # --literal-pathspecs: folder names are paths, never pathspec magic.
-        argv = [*self.git, "--literal-pathspecs", "--no-pager"]
-        env = {"GIT_TERMINAL_PROMPT": "0", "GIT_EDITOR": "true", "GIT_PAGER": "cat", "LC_ALL": "C"}
-        if safe:
-            argv += _SAFE_CONFIG
-            env.update(_SAFE_ENV)
-        argv += [*config, *args]
+        # One place builds every git loopkit runs (loopkit_tools.safe_git): literal pathspecs,
+        # nothing but git runs, the system/global configuration unread unless `safe` is off.
+        argv = git_argv(*args, git=self.git, config=config, safe=safe)
+        env = git_variables(safe=safe)
         result = await run_command(argv, cwd=self.root, env=env, timeout_s=self.timeout_s)
         if result.timed_out:
             raise ToolError(f"git {args[0]} did not finish within {self.timeout_s:g} s")

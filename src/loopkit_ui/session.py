@@ -38,6 +38,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from loopkit.child_env import child_environment
 from loopkit_ui import desktop_guard
 
 __all__ = ["DesktopError", "HeadlessDesktop", "main"]
@@ -316,7 +317,8 @@ class HeadlessDesktop:
     def _start_guard(self) -> None:
         read_fd, write_fd = os.pipe()  # both ends close-on-exec: no daemon inherits them
         # The guard must not carry any desktop's marker: no sweep may end it before its work.
-        env = {k: v for k, v in os.environ.items() if not k.startswith(MARKER_PREFIX)}
+        # Nor a key or the database URL: the allowlisted environment (loopkit.child_env).
+        env = {k: v for k, v in child_environment().items() if not k.startswith(MARKER_PREFIX)}
         guard_file = desktop_guard.__file__
         try:
             self._guard = subprocess.Popen(
@@ -362,7 +364,9 @@ class HeadlessDesktop:
     # -- the daemons -------------------------------------------------------------------------
 
     def _daemon_env(self) -> dict[str, str]:
-        env = dict(os.environ) if not self._env else self.child_env()
+        # PATH, the display and the buses are all a daemon needs: the allowlist, with the
+        # desktop's own variables; never a key or the database URL (loopkit.child_env).
+        env = child_environment(extra=self._env or None)
         env[self.marker] = "1"
         return env
 

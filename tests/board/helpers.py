@@ -88,8 +88,8 @@ def csrf_of(html: str) -> str:
     return found.group(1)
 
 
-def start_board(tmp_path: Path, *args: str) -> Board:
-    """The board on a free loopback port, its cards in tmp_path/cards."""
+def start_board(tmp_path: Path, *args: str, cwd: Path = ROOT) -> Board:
+    """The board on a free loopback port, its cards in tmp_path/cards, working in ``cwd``."""
     (tmp_path / "cards").mkdir(exist_ok=True)
     accounts = tmp_path / "accounts.toml"
     if not accounts.exists():
@@ -97,7 +97,7 @@ def start_board(tmp_path: Path, *args: str) -> Board:
     process = subprocess.Popen(
         [sys.executable, "-m", "loopkit_board", "--cards", str(tmp_path / "cards"),
          "--accounts", str(accounts), "--port", "0", *args],
-        cwd=ROOT,
+        cwd=cwd,
         env=board_env(tmp_path),
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -121,8 +121,8 @@ def start_board(tmp_path: Path, *args: str) -> Board:
 
 
 @contextlib.contextmanager
-def running_board(tmp_path: Path, *args: str) -> Iterator[Board]:
-    board = start_board(tmp_path, *args)
+def running_board(tmp_path: Path, *args: str, cwd: Path = ROOT) -> Iterator[Board]:
+    board = start_board(tmp_path, *args, cwd=cwd)
     try:
         yield board
     finally:

@@ -120,6 +120,14 @@ def test_a_card_from_the_board_to_done_and_a_chat_about_it(tmp_path: Path) -> No
             for outside in ("..%2F..%2F..%2F..%2Fetc%2Fpasswd", "repo/.git/config",
                             "%2Fetc%2Fpasswd", "repo%2Finvoice_app%2Fmain_window.py"):  # fmt: skip
                 assert page.request.get(files + outside).status == 404, outside
+            # links the run's code could plant in its folder: a hard link into repo/, symlinks
+            run_dir = next(p for p in (tmp_path / "runs").iterdir() if (p / "repo").is_dir())
+            source = run_dir / "repo" / "invoice_app" / "main_window.py"
+            os.link(source, run_dir / "hard.png")
+            os.symlink(source, run_dir / "soft.png")
+            os.symlink(run_dir / "repo", run_dir / "into-repo")
+            for planted in ("hard.png", "soft.png", "into-repo/invoice_app/main_window.py"):
+                assert page.request.get(files + planted).status == 404, planted
 
             page.goto(board.url + "/findings")
             assert page.locator("#findings").count() == 1

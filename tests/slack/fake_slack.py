@@ -65,6 +65,8 @@ class FakeSlack:
     acks: list[dict[str, Any]] = field(default_factory=list)
     uploads: dict[str, bytes] = field(default_factory=dict)
     connections: int = 0
+    #: The port to listen on (0: any free one; a test of a Slack that comes up late names it).
+    listen_port: int = 0
 
     def __post_init__(self) -> None:
         self._lock = threading.Condition()
@@ -94,7 +96,7 @@ class FakeSlack:
         app.router.add_get("/link/", self._socket)
         self._runner = web.AppRunner(app)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        site = web.TCPSite(self._runner, "127.0.0.1", self.listen_port)
         await site.start()
         self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
 

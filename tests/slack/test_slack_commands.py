@@ -65,7 +65,8 @@ def test_an_unknown_command_is_answered_with_the_roles(
 
 
 def test_a_redelivered_command_starts_one_run(slack: FakeSlack, start_bot, tmp_path: Path) -> None:
-    card = tmp_path / "delete-asks-for-confirmation.md"
+    (tmp_path / "cards").mkdir()  # the bot's cards_dir: a card is named inside it
+    card = tmp_path / "cards" / "delete-asks-for-confirmation.md"
     card.write_bytes((ROOT / "examples/cards/delete-asks-for-confirmation.md").read_bytes())
     bot = start_bot()
     ts = slack.send_message(ALLOWED, f"{ROLE} {card}", channel="D0DIRECT")
@@ -79,7 +80,8 @@ def test_a_redelivered_command_starts_one_run(slack: FakeSlack, start_bot, tmp_p
 def test_a_run_whose_first_post_failed_is_still_followed(
     slack: FakeSlack, start_bot, tmp_path: Path
 ) -> None:
-    card = tmp_path / "delete-asks-for-confirmation.md"
+    (tmp_path / "cards").mkdir()  # the bot's cards_dir: a card is named inside it
+    card = tmp_path / "cards" / "delete-asks-for-confirmation.md"
     card.write_bytes((ROOT / "examples/cards/delete-asks-for-confirmation.md").read_bytes())
     bot = start_bot()
     slack.fail_next("chat.postMessage", 1)  # Slack fails the "queued" answer
@@ -103,7 +105,8 @@ def test_a_run_whose_first_post_failed_is_still_followed(
 def test_cancel_in_a_runs_thread_cancels_the_run(
     slack: FakeSlack, start_bot, tmp_path: Path
 ) -> None:
-    card = tmp_path / "delete-asks-for-confirmation.md"
+    (tmp_path / "cards").mkdir()  # the bot's cards_dir: a card is named inside it
+    card = tmp_path / "cards" / "delete-asks-for-confirmation.md"
     card.write_bytes((ROOT / "examples/cards/delete-asks-for-confirmation.md").read_bytes())
     bot = start_bot()
     ts = slack.send_message(ALLOWED, f"{ROLE} {card}", channel="D0DIRECT")
@@ -130,3 +133,26 @@ def test_cancel_in_a_runs_thread_cancels_the_run(
     slack.wait_post(ts, "I cannot cancel it")
     assert bot.stop() == 130
     assert f"run {run_id} cancelled by {ALLOWED} (was queued)" in bot.output()
+
+
+def test_a_card_outside_the_cards_folder_is_refused_and_no_server_path_is_posted(
+    slack: FakeSlack, start_bot, tmp_path: Path
+) -> None:
+    outside = tmp_path / "delete-asks-for-confirmation.md"
+    outside.write_bytes((ROOT / "examples/cards/delete-asks-for-confirmation.md").read_bytes())
+    before = outside.read_bytes()
+    (tmp_path / "cards").mkdir()
+    (tmp_path / "cards" / "broken.md").write_text("---\ntitle: [not closed\n---\nbody\n")
+    bot = start_bot()
+    given = [str(outside), "../delete-asks-for-confirmation.md", "delete-asks-for-confirmation.md",
+             str(ROOT / "examples/cards/delete-asks-for-confirmation.md"), "broken.md"]  # fmt: skip
+    for card in given:
+        ts = slack.send_message(ALLOWED, f"{ROLE} {card}", channel="D0DIRECT")
+        post = slack.wait_post(ts, "I cannot run that card")
+        text = post.args["text"]
+        assert str(tmp_path) not in text and str(ROOT) not in text, text
+    assert "broken.md" in text  # still named, by its file name
+    assert bot.stop() == 130
+    assert outside.read_bytes() == before
+    assert not re.search(r"run \w+ of ", bot.output())  # nothing was queued
+    assert sorted(p.name for p in (tmp_path / "cards").iterdir()) == ["broken.md"]

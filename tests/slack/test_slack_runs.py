@@ -62,8 +62,9 @@ def texts(slack: FakeSlack, thread_ts: str) -> list[str]:
 def test_a_run_from_slack_posts_progress_result_and_files_and_its_thread_chats(
     tmp_path: Path, slack: FakeSlack, start_bot
 ) -> None:
-    first = copy_card(tmp_path, "delete-asks-for-confirmation")
-    second = copy_card(tmp_path, "total-ignores-the-discount")
+    (tmp_path / "cards").mkdir()  # the bot's cards_dir: a card is named inside it
+    first = copy_card(tmp_path / "cards", "delete-asks-for-confirmation")
+    second = copy_card(tmp_path / "cards", "total-ignores-the-discount")
     llm = FakeLLMServer.openai()
     with llm:
         llm.enqueue(
@@ -183,7 +184,8 @@ def test_a_run_from_slack_posts_progress_result_and_files_and_its_thread_chats(
 def test_a_bot_killed_mid_run_takes_up_its_thread_where_it_stopped(
     tmp_path: Path, slack: FakeSlack, start_bot
 ) -> None:
-    card = copy_card(tmp_path, "delete-asks-for-confirmation")
+    (tmp_path / "cards").mkdir()  # the bot's cards_dir: a card is named inside it
+    card = copy_card(tmp_path / "cards", "delete-asks-for-confirmation")
     marker = tmp_path / "building"
     code = (
         f"import pathlib, time; p = pathlib.Path({str(marker)!r}); first = not p.exists(); "

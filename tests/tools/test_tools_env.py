@@ -32,6 +32,8 @@ KEYS = {
     "MY_SERVICE_TOKEN": "service-token-123456",
     "GITHUB_PAT": "github_pat_" + "Ab1" * 25,
     "AWS_SECRET_ACCESS_KEY": "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+    # Not a secret-looking name, but its URL holds the database's password.
+    "LOOPKIT_DATABASE_URL": "postgresql://loopkit:db-pass-7Hq2x9@db.example/loopkit",
 }
 NEEDED = {
     "DISPLAY": ":99",
@@ -180,6 +182,7 @@ def test_child_environment_rules() -> None:
         "QT_SECRET_KEY": "qt-secret-value",
         "LOOPKIT_MODEL": "m",
         "LOOPKIT_API_KEY": "k" * 20,
+        "LOOPKIT_DATABASE_URL": "postgresql://u:pw@db/x",
         "XDG_DATA_DIRS": "/usr/share",
         "GIT_EXTERNAL_DIFF": "evil",
         "LD_PRELOAD": "/tmp/evil.so",
@@ -195,6 +198,10 @@ def test_child_environment_rules() -> None:
     assert child_environment(["QT_SECRET_KEY"], environ=environ)["QT_SECRET_KEY"] == (
         "qt-secret-value"
     )
+    # the database URL only where a child is given it by name, never through LOOPKIT_*
+    named = child_environment(["LOOPKIT_DATABASE_URL"], environ=environ)
+    assert named["LOOPKIT_DATABASE_URL"] == "postgresql://u:pw@db/x"
+    assert "LOOPKIT_DATABASE_URL" not in child_environment(["LOOPKIT_*"], environ=environ)
 
 
 @pytest.mark.parametrize("entry", ["", "A=B", "HAS SPACE", " LEADING", "NUL\x00"])

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
+from loopkit_tools.safe_git import run_git
+
 _DOCS = """# How the invoice app is built
 
 - `invoice_app/model.py`: the invoice model and its totals (no Qt).
@@ -49,13 +51,11 @@ class ScratchRepo:
     app_folder: str
 
     def git(self, *args: str) -> str:
-        done = subprocess.run(
-            ["git", *GIT_IDENTITY, *args],
-            cwd=self.repo,
-            capture_output=True,
-            text=True,
-            check=False,
-        )
+        # The model's code may have configured this repository: the safe git runs nothing else.
+        try:
+            done = run_git(self.repo, *args, config=GIT_IDENTITY, timeout_s=120)
+        except (OSError, subprocess.TimeoutExpired) as e:
+            raise WorkspaceError(f"git {' '.join(args)} failed in {self.repo}: {e}") from None
         if done.returncode != 0:
             raise WorkspaceError(
                 f"git {' '.join(args)} failed in {self.repo}: {done.stderr.strip()}"
@@ -135,13 +135,10 @@ def check_earlier_repo(repo: Path, app_folder: str) -> None:
     """``repo`` is the top of a git repository with the app's folder in it."""
     if not repo.is_dir():
         raise WorkspaceError(f"--repo {repo}: not a folder (give the 'repository' of a run)")
-    done = subprocess.run(
-        ["git", "rev-parse", "--show-toplevel"],
-        cwd=repo,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    try:
+        done = run_git(repo, "rev-parse", "--show-toplevel", timeout_s=60)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise WorkspaceError(f"--repo {repo}: git could not tell its top folder ({e})") from None
     top = Path(done.stdout.strip()) if done.returncode == 0 else None
     if top is None or top.resolve() != repo.resolve():
         raise WorkspaceError(

@@ -160,6 +160,10 @@ class DurableRuntime:
       through an outage; ``raise`` raises :class:`DatabaseUnavailableError` at once (for a
       process that only reads and queues runs, and answers its users meanwhile). See
       :mod:`loopkit.durable.database`.
+    - ``max_threads``: DBOS's thread pool, which also becomes the event loop's default executor
+      (every ``asyncio.to_thread``, every database read of the async API): bounded, so a
+      thousand callers at once wait for a thread instead of starting a thousand (DBOS's own
+      default has no bound).
 
     Only one runtime can run in a process at a time (DBOS is a process-wide engine). Start it
     from the event loop that will run the workflows (``async with runtime:``): DBOS runs the
@@ -176,6 +180,7 @@ class DurableRuntime:
         application_version: str = APPLICATION_VERSION,
         max_runs: int | None = None,
         on_lost_database: OnLostDatabase = "wait",
+        max_threads: int = 32,
     ) -> None:
         if max_runs is not None and max_runs < 1:
             raise DurableError(f"max_runs must be at least 1 (got {max_runs})")
@@ -183,6 +188,9 @@ class DurableRuntime:
             raise DurableError(
                 f"on_lost_database must be 'wait' or 'raise' (got {on_lost_database!r})"
             )
+        if max_threads < 1:
+            raise DurableError(f"max_threads must be at least 1 (got {max_threads})")
+        self.max_threads = max_threads
         self.database_url = database_url(database)
         self.executor_id = executor_id or process_executor_id()
         #: The queue :meth:`resume` puts a run on; only this process listens to it.
@@ -210,6 +218,7 @@ class DurableRuntime:
             "application_version": self.application_version,
             "executor_id": self.executor_id,
             "log_level": self.log_level,
+            "max_executor_threads": self.max_threads,
         }
         config["system_database_engine"] = self._engine = self._make_engine()
         return config

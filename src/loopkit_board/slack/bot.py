@@ -150,7 +150,7 @@ class SlackBot:
                 created.unlink(missing_ok=True)
             await self._post(channel, thread_ts, f"I cannot run that card: {e}")
             return
-        title = await asyncio.to_thread(_title, card)
+        title = await asyncio.to_thread(_title, card)  # its file name when it cannot be read
         self.logger.info("run %s of %s (%s) for %s", queued.run_id, card, command.role, user)
         await self.threads.add(channel, thread_ts, queued.run_id, str(card))
         record = await self.service.get_run(queued.run_id)
@@ -278,13 +278,13 @@ class SlackBot:
         record = await self.service.get_run(thread.run_id)
         line = result_line(record, state, reason if isinstance(reason, str) else None)
         await self._post(thread.channel, thread.thread_ts, line)
-        for path in await run_files(self.service, thread.run_id):
+        for made in await run_files(self.service, thread.run_id):
             await self.client.files_upload_v2(
                 channel=thread.channel,
                 thread_ts=thread.thread_ts,
-                file=str(path),
-                filename=path.name,
-                title=f"{path.name} of run {thread.run_id}",
+                file=made.data,
+                filename=made.name,
+                title=f"{made.name} of run {thread.run_id}",
             )
         await self.threads.mark_reported(thread)
 
@@ -360,14 +360,15 @@ class SlackBot:
         await self._post(thread.channel, thread.thread_ts, answer)
 
     async def _post(self, channel: str, thread_ts: str, text: str) -> None:
+        text = self.service.shown(text)  # no server folder in Slack: cards and runs relative
         if len(text) > MAX_TEXT:  # Slack cuts a message's text at 40,000 characters
             text = text[:MAX_TEXT] + "\n… (cut here; the rest is on the board)"
         await self.client.chat_postMessage(channel=channel, thread_ts=thread_ts, text=text)
 
 
 def _title(card: str) -> str:
-    """The card's title (its path when it cannot be read any more)."""
+    """The card's title (its file name when it cannot be read any more)."""
     try:
         return Card.load(card).title
     except (LoopkitError, OSError):
-        return card
+        return Path(card).name

@@ -65,11 +65,20 @@
       const input = form.querySelector("input[name=question]");
       const q = document.createElement("div"); q.className = "q"; q.textContent = input.value; chat.appendChild(q);
       const a = document.createElement("div"); a.className = "a"; chat.appendChild(a);
-      const body = new URLSearchParams({ question: input.value });
+      const question = input.value;
+      const body = new URLSearchParams({ question: question });
       input.value = "";
       const response = await fetch(form.action, {
         method: "POST", body: body, headers: { "X-CSRF-Token": csrf }, credentials: "same-origin",
       });
+      if (response.status === 401 || response.status === 403) {
+        // The login ended (or another tab logged in again): keep the question for after it.
+        input.value = question;
+        a.className = "a error";
+        a.textContent = "Your login has ended or changed: reload this page (log in again if asked), " +
+          "then ask again; your question is still in the box.";
+        return;
+      }
       if (!response.ok) { a.className = "a error"; a.textContent = await response.text(); return; }
       const reader = response.body.getReader();
       const decoder = new TextDecoder();
