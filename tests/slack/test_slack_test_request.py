@@ -36,7 +36,8 @@ def test_a_follow_up_request_is_a_role_alone_or_with_this() -> None:
 def test_test_in_a_runs_thread_tests_that_runs_repository(
     tmp_path: Path, slack: FakeSlack, start_bot
 ) -> None:
-    card = copy_card(tmp_path, "delete-asks-for-confirmation")
+    (tmp_path / "cards").mkdir()  # the bot's cards_dir: a card is named inside it
+    card = copy_card(tmp_path / "cards", "delete-asks-for-confirmation")
     start_bot()
     worker = subprocess.Popen(
         [sys.executable, "-m", "loopkit.worker", "--name", "desk"],
@@ -47,7 +48,7 @@ def test_test_in_a_runs_thread_tests_that_runs_repository(
         text=True,
     )
     try:
-        ts = slack.send_message(ALLOWED, f"{ROLE} {card}")
+        ts = slack.send_message(ALLOWED, f"{ROLE} {card.name}")
         slack.wait_post(ts, f"as `{ROLE}`")
         # Asked before the run is done, nothing starts; once done, "test" starts the tester in
         # the run's repository.
