@@ -50,16 +50,6 @@ class LimitReached(LoopkitError):
         self.retry_after = max(1, math.ceil(retry_after))
         super().__init__(f"{message}; try again in {self.retry_after} s")
 
-    def __reduce__(self) -> tuple[object, ...]:
-        return (_limit_reached, (str(self), self.retry_after))
-
-
-def _limit_reached(message: str, retry_after: int) -> LimitReached:
-    error = LimitReached.__new__(LimitReached)
-    error.retry_after = retry_after
-    LoopkitError.__init__(error, message)
-    return error
-
 
 class AttemptLimiter:
     """Failed attempts per key within a sliding window: a key with ``max_failures`` failures in

@@ -69,6 +69,7 @@ SAMPLES: dict[str, tuple[tuple[Any, ...], dict[str, Any]]] = {
         ("none",),
         {"suggestions": ["save_button"]},
     ),
+    "loopkit_board.limits.LimitReached": (("too many wrong passwords",), {"retry_after": 41.2}),
     "loopkit_ui.backends.protocol.StaleRefError": (
         ("ref e12 is stale",),
         {"suggestions": ["e13"]},
