@@ -12,6 +12,7 @@ marks its card Failed), even when this process is killed with SIGKILL.
 
 from __future__ import annotations
 
+import os
 import sys
 
 
@@ -26,7 +27,21 @@ def _one_line_for_an_interrupt(kind: type[BaseException], error: BaseException, 
 
 sys.excepthook = _one_line_for_an_interrupt
 
-import os  # noqa: E402
+
+def _interrupt_where_it_cannot_unwind(unraisable: sys.UnraisableHookArgs) -> None:
+    # A stop signal that lands inside a callback Python cannot propagate from (an import lock's
+    # weakref callback, a __del__) would be printed as "Exception ignored" and then lost, so the
+    # run would go on. Only the synchronous start-up raises KeyboardInterrupt (the event loop
+    # handles the signals itself), and nothing there needs unwinding: one line and 130.
+    if isinstance(unraisable.exc_value, KeyboardInterrupt):
+        sys.stderr.flush()
+        os.write(2, b"interrupted\n")
+        os._exit(130)
+    sys.__unraisablehook__(unraisable)
+
+
+sys.unraisablehook = _interrupt_where_it_cannot_unwind
+
 import signal  # noqa: E402
 
 
