@@ -31,8 +31,9 @@ from tests.demo.helpers import (
     start_demo,
     wait_for_round,
 )
+from tests.installed import import_or_unavailable
 
-pytest.importorskip("dbos")
+import_or_unavailable("dbos", install="loopkit[durable]")
 pytestmark = [pytest.mark.integration, pytest.mark.ui]
 
 CARD = "delete-asks-for-confirmation"

@@ -15,8 +15,9 @@ from pathlib import Path
 import pytest
 
 from loopkit import Card, CardState
+from tests.installed import import_or_unavailable
 
-pytest.importorskip("dbos")
+import_or_unavailable("dbos", install="loopkit[durable]")
 
 ROOT = Path(__file__).resolve().parents[2]
 CARD = ROOT / "examples" / "cards" / "delete-asks-for-confirmation.md"

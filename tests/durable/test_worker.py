@@ -20,8 +20,9 @@ import pytest
 
 from loopkit import Card, CardState
 from tests.demo.helpers import ROOT, cmdline, copy_card, descendants
+from tests.installed import import_or_unavailable
 
-pytest.importorskip("dbos")
+import_or_unavailable("dbos", install="loopkit[durable]")
 pytestmark = [pytest.mark.integration, pytest.mark.ui]
 
 CARD = "delete-asks-for-confirmation"
