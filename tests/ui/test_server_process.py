@@ -20,7 +20,7 @@ import pytest
 
 from loopkit_ui.session import HeadlessDesktop
 from loopkit_ui.testing import UIServerClient, running_app
-from tests.processes import processes_with
+from tests.processes import processes_with, unique_marker
 
 from .conftest import EXAMPLES_DIR, PYTHON
 
@@ -60,11 +60,11 @@ def test_hung_application_times_out_and_recovers(
 def test_launched_application_ends_with_the_server(
     headless_desktop: HeadlessDesktop, tmp_path: Path
 ) -> None:
-    marker = f"LOOPKIT_UI_TEST_MARKER={tmp_path.name}"
+    marker = unique_marker("LOOPKIT_UI_TEST_MARKER")  # no other run's process carries it
+    name, value = marker.split("=")
     env = headless_desktop.child_env(
-        {"PYTHONPATH": str(EXAMPLES_DIR), "INVOICE_APP_LOG": str(tmp_path / "app.log"),
-         marker.split("=")[0]: marker.split("=")[1]}
-    )  # fmt: skip
+        {"PYTHONPATH": str(EXAMPLES_DIR), "INVOICE_APP_LOG": str(tmp_path / "app.log"), name: value}
+    )
     args = ["-m", "loopkit_ui.server", "--launch", f"{sys.executable} -m invoice_app",
             "--launch-cwd", str(EXAMPLES_DIR), "--attach-timeout", "20"]  # fmt: skip
     with UIServerClient(args, env=env) as ui:

@@ -1,0 +1,94 @@
+"""The suite's own rules: a promised install never skips quietly, and the helpers that keep
+parallel runs apart (process markers, held ports) do what they say."""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.installed import REQUIRE_ENV
+from tests.ports import closed_port
+from tests.processes import processes_with, unique_marker
+
+ROOT = Path(__file__).resolve().parents[1]
+
+_NEEDS_A_MODULE = """
+from tests.installed import import_or_unavailable
+
+import_or_unavailable("loopkit_no_such_module", install="the dev extra")
+
+
+def test_never_reached() -> None:
+    pass
+"""
+
+
+def _pytest(test_file: Path, *, required: bool) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    env.pop(REQUIRE_ENV, None)
+    if required:
+        env[REQUIRE_ENV] = "1"
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", "-p", "no:xdist",
+         "--rootdir", str(test_file.parent), str(test_file)],
+        cwd=test_file.parent, env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+
+
+def test_a_missing_module_fails_where_the_install_is_promised(tmp_path: Path) -> None:
+    test_file = tmp_path / "test_needs_a_module.py"
+    test_file.write_text(_NEEDS_A_MODULE)
+    promised = _pytest(test_file, required=True)
+    output = promised.stdout + promised.stderr
+    assert promised.returncode != 0, output
+    assert f"{REQUIRE_ENV} is set but loopkit_no_such_module cannot be imported" in output
+    assert "run scripts/setup.sh --tests" in output
+    quick = _pytest(test_file, required=False)  # a quick run elsewhere: skipped, saying why
+    assert quick.returncode == 5, quick.stdout + quick.stderr  # 5: the module skipped, none ran
+    assert "1 skipped" in quick.stdout and "comes with the dev extra" in quick.stdout
+
+
+def test_no_test_module_skips_quietly_on_a_missing_import() -> None:
+    # pytest.importorskip skips even where scripts/test.sh promised the install: use
+    # tests.installed.import_or_unavailable (it fails under LOOPKIT_REQUIRE_DESKTOP).
+    found = [
+        f"{path.relative_to(ROOT)}:{number}"
+        for path in sorted((ROOT / "tests").rglob("*.py"))
+        if path != Path(__file__)
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if re.search(r"\bimportorskip\(", line)
+    ]
+    assert found == []
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads Linux /proc")
+def test_a_marker_matches_whole_environment_entries_only() -> None:
+    marker = unique_marker("LOOPKIT_SUITE_RULES_TEST")
+    assert marker != unique_marker("LOOPKIT_SUITE_RULES_TEST")  # unique to each call
+    env = {**os.environ, "LOOPKIT_SUITE_RULES_TEST": marker.split("=")[1] + "0"}
+    longer = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], env=env)
+    try:
+        # another run's value that merely starts with ours is not ours
+        assert processes_with(marker) == []
+        assert processes_with(marker + "0") == [longer.pid]
+    finally:
+        longer.kill()
+        longer.wait()
+    with pytest.raises(ValueError, match="expected NAME=value"):
+        processes_with("no-equals-sign")
+
+
+def test_a_closed_port_refuses_and_stays_taken() -> None:
+    with closed_port() as port:
+        with socket.socket() as probe, pytest.raises(ConnectionRefusedError):
+            probe.connect(("127.0.0.1", port))
+        with socket.socket() as other, pytest.raises(OSError):
+            other.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            other.bind(("127.0.0.1", port))  # nobody else can listen there meanwhile
