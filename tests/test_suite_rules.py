@@ -14,7 +14,7 @@ import pytest
 
 from tests.installed import REQUIRE_ENV
 from tests.ports import closed_port
-from tests.processes import processes_with, unique_marker
+from tests.processes import Marker, processes_with, unique_marker
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -72,17 +72,18 @@ def test_no_test_module_skips_quietly_on_a_missing_import() -> None:
 def test_a_marker_matches_whole_environment_entries_only() -> None:
     marker = unique_marker("LOOPKIT_SUITE_RULES_TEST")
     assert marker != unique_marker("LOOPKIT_SUITE_RULES_TEST")  # unique to each call
-    env = {**os.environ, "LOOPKIT_SUITE_RULES_TEST": marker.split("=")[1] + "0"}
+    env = {**os.environ, marker.name: marker.value + "0"}
     longer = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], env=env)
     try:
         # another run's value that merely starts with ours is not ours
         assert processes_with(marker) == []
-        assert processes_with(marker + "0") == [longer.pid]
+        assert processes_with(Marker(marker + "0")) == [longer.pid]
     finally:
         longer.kill()
         longer.wait()
-    with pytest.raises(ValueError, match="expected NAME=value"):
-        processes_with("no-equals-sign")
+    # a plain string (say f"NAME={tmp_path.name}", the same in every copy of the suite) is refused
+    with pytest.raises(TypeError, match=r"make it with tests\.processes\.unique_marker"):
+        processes_with(str(marker))  # type: ignore[arg-type]
 
 
 def test_a_closed_port_refuses_and_stays_taken() -> None:

@@ -270,7 +270,7 @@ OUTPUT_CASES: list[Case] = [
 
 def _run_refused(box: Sandbox, args: list[str], expect: str) -> subprocess.CompletedProcess[str]:
     marker = unique_marker(MARKER)  # no other run's process carries it
-    env = {**os.environ, "XDG_RUNTIME_DIR": str(box.runtime), MARKER: marker.split("=")[1]}
+    env = {**os.environ, "XDG_RUNTIME_DIR": str(box.runtime), MARKER: marker.value}
     env.pop("LOOPKIT_UI_BACKEND", None)
     # stdin at EOF: a server that wrongly started on stdio ends at once instead of waiting.
     result = subprocess.run([PYTHON, "-m", "loopkit_ui.server", *args], env=env,
