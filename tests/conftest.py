@@ -15,8 +15,9 @@ import os
 import pytest
 
 # One headless desktop (Xvfb + D-Bus + AT-SPI) per test process: the `headless_desktop` fixture,
-# shared by the UI, script-runner and demo tests.
-pytest_plugins = ["loopkit_ui.testing"]
+# shared by the UI, script-runner and demo tests. tests/xdist_groups.py makes --dist loadgroup
+# keep each xdist_group on one worker.
+pytest_plugins = ["loopkit_ui.testing", "tests.xdist_groups"]
 
 # litellm must never try the network from tests (DESIGN.md: it fetches a price list otherwise).
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -41,7 +42,7 @@ def pytest_sessionstart(session: object) -> None:
         )
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist reads the xdist_group marks added here
+@pytest.hookimpl(tryfirst=True)  # before the workers report the xdist_group marks added here
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Order and group the tests for parallel workers (harmless in a serial run).
 

@@ -93,3 +93,51 @@ def test_a_closed_port_refuses_and_stays_taken() -> None:
         with socket.socket() as other, pytest.raises(OSError):
             other.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             other.bind(("127.0.0.1", port))  # nobody else can listen there meanwhile
+
+
+_GROUPED = """
+import os
+from pathlib import Path
+
+import pytest
+
+OUT = Path(os.environ["LOOPKIT_GROUPS_OUT"])
+
+
+@pytest.fixture(scope="module")
+def started_once() -> int:
+    return 1
+
+
+@pytest.mark.parametrize("n", range(6))
+def test_uses_a_module_fixture(started_once: int, n: int) -> None:
+    (OUT / f"module-{n}").write_text(os.environ["PYTEST_XDIST_WORKER"])
+
+
+@pytest.mark.xdist_group("explicit")
+@pytest.mark.parametrize("n", range(6))
+def test_marked(n: int) -> None:
+    (OUT / f"marked-{n}").write_text(os.environ["PYTEST_XDIST_WORKER"])
+"""
+
+
+def test_a_group_runs_on_one_worker(tmp_path: Path) -> None:
+    # pytest-xdist 3.8's own loadgroup renames nodes, which pytest 9.2 ignores: every test went
+    # anywhere. tests/xdist_groups.py schedules the groups itself; tests/conftest.py groups the
+    # tests that share a module-scoped fixture.
+    (tmp_path / "test_grouped.py").write_text(_GROUPED)
+    out = tmp_path / "out"
+    out.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    env["LOOPKIT_GROUPS_OUT"] = str(out)
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "tests.conftest",
+         "-n", "3", "--dist", "loadgroup", "--no-loadscope-reorder", "--rootdir", str(tmp_path),
+         str(tmp_path / "test_grouped.py")],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    for kind in ("module", "marked"):
+        workers = {(out / f"{kind}-{n}").read_text() for n in range(6)}
+        assert len(workers) == 1, (kind, workers)
