@@ -34,7 +34,7 @@ from tests.demo.helpers import (
 from tests.installed import import_or_unavailable
 
 import_or_unavailable("dbos", install="loopkit[durable]")
-pytestmark = [pytest.mark.integration, pytest.mark.ui]
+pytestmark = [pytest.mark.integration, pytest.mark.ui, pytest.mark.slow]
 
 CARD = "delete-asks-for-confirmation"
 

@@ -42,6 +42,7 @@ def listed(tmp_path: Path) -> list[dict]:
     return [json.loads(line) for line in out.stdout.splitlines()]
 
 
+@pytest.mark.slow
 def test_a_card_enqueued_twice_while_queued_is_one_run_and_cancel_frees_it(tmp_path: Path) -> None:
     card = tmp_path / CARD.name
     shutil.copy(CARD, card)

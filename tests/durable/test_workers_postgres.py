@@ -30,7 +30,7 @@ from tests.sessions.postgres import private_cluster
 
 import_or_unavailable("dbos", install="loopkit[durable]")
 # Seven card runs on two desktops, on two shared cores: minutes, not seconds.
-pytestmark = [pytest.mark.integration, pytest.mark.ui, pytest.mark.timeout(900)]
+pytestmark = [pytest.mark.integration, pytest.mark.ui, pytest.mark.slow, pytest.mark.timeout(900)]
 
 
 @pytest.fixture(scope="module")

@@ -45,6 +45,7 @@ def git(repo: Path, *args: str) -> str:
 
 @pytest.mark.integration
 @pytest.mark.ui
+@pytest.mark.slow
 def test_document_after_develop_finds_and_cites_the_note_and_the_rule(
     tmp_path: Path, headless_desktop: HeadlessDesktop
 ) -> None:

@@ -31,7 +31,7 @@ from tests.slack.conftest import ALLOWED, ROLE, ROOT, bot_env, write_bot_config
 from tests.slack.fake_slack import APP_TOKEN, BOT_TOKEN, FakeSlack
 
 import_or_unavailable("dbos", install="loopkit[durable]")
-pytestmark = [pytest.mark.integration, pytest.mark.ui]
+pytestmark = [pytest.mark.integration, pytest.mark.ui, pytest.mark.slow]
 
 #: The delete card's develop run: one round per turn of its bundled transcript.
 DELETE_ROUNDS = len(

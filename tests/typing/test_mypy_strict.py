@@ -17,7 +17,7 @@ import pytest
 
 from tests.installed import import_or_unavailable
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 HERE = Path(__file__).resolve().parent
 ERROR = re.compile(
