@@ -1,6 +1,6 @@
 """Developer sessions. They run in the project's environment (``scripts/setup.sh`` makes ``.venv``):
 
-.venv/bin/nox -s tests        # the whole suite (what CI runs, minus the install step)
+.venv/bin/nox -s tests        # the whole suite in parallel (what CI runs, minus the install step)
 .venv/bin/nox -s lint         # ruff check + ruff format --check
 .venv/bin/nox -s typecheck    # mypy
 .venv/bin/nox -s bench        # benchmarks, loopkit beside its peers; prints ratios
@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import configparser
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -25,11 +26,27 @@ PY = sys.executable
 SOURCES = ["src", "tests", "examples", "noxfile.py"]
 
 
+def _test_workers(session: nox.Session) -> str:
+    """How many pytest-xdist workers run the suite: ``LOOPKIT_TEST_WORKERS``, else two per
+    core (the UI tests mostly wait for the desktop; docs/testing.md has the measurements)."""
+    chosen = os.environ.get("LOOPKIT_TEST_WORKERS", "").strip()
+    if not chosen:
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+        return str(2 * (cores or 1))
+    if not (chosen.isascii() and chosen.isdigit()):
+        session.error(f"LOOPKIT_TEST_WORKERS={chosen!r}: expected a whole number (0: serial)")
+    return chosen
+
+
 @nox.session
 def tests(session: nox.Session) -> None:
-    # As scripts/test.sh: on Linux the UI tests must run, never skip for a missing desktop.
+    """The whole suite in parallel processes (scripts/test.sh runs this after the setup)."""
+    # On Linux the UI tests must run, never skip for a missing desktop.
     env = {"LOOPKIT_REQUIRE_DESKTOP": "1"} if sys.platform.startswith("linux") else {}
-    session.run(PY, "-m", "pytest", *session.posargs, env=env)
+    # loadgroup: a module whose tests share a module-scoped fixture runs on one worker
+    # (tests/conftest.py marks them); the conftest's order (heavy tests first) is kept.
+    parallel = ["-n", _test_workers(session), "--dist", "loadgroup", "--no-loadscope-reorder"]
+    session.run(PY, "-m", "pytest", "-p", "no:cacheprovider", *parallel, *session.posargs, env=env)
 
 
 @nox.session

@@ -27,12 +27,16 @@ def required() -> bool:
 
 
 def unavailable(reason: str) -> NoReturn:
-    """Fail (complete install promised) or skip (quick run) because ``reason``."""
+    """Fail (complete install promised) or skip (quick run) because ``reason``.
+
+    Works inside a test or fixture and at a test module's top level (the whole module is then
+    skipped, or fails to collect).
+    """
     if required():
         pytest.fail(
             f"{REQUIRE_ENV} is set but {reason}; run scripts/setup.sh --tests", pytrace=False
         )
-    pytest.skip(reason)
+    pytest.skip(reason, allow_module_level=True)
 
 
 def import_or_unavailable(name: str, *, install: str) -> ModuleType:
@@ -68,5 +72,17 @@ def ffmpeg_or_unavailable() -> str:
         unavailable(
             "ffmpeg is not installed; video recording needs it (the Debian package ffmpeg: "
             "scripts/setup.sh --tests installs it)"
+        )
+    return found
+
+
+def chromium_or_unavailable() -> Path:
+    """Debian's chromium, which Playwright drives (its own browser download is not used);
+    :func:`unavailable` when it is missing."""
+    found = Path("/usr/bin/chromium")
+    if not found.exists():
+        unavailable(
+            "Debian's chromium is not installed (/usr/bin/chromium); the board's browser "
+            "tests drive it (scripts/setup.sh --tests installs it)"
         )
     return found

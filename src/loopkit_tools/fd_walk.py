@@ -169,8 +169,10 @@ class TreeWalk:
         return entries
 
 
-Stamp = tuple[int, int, int]
-"""A file's (mtime in ns, size, inode): what changes when the file does."""
+Stamp = tuple[int, int, int, int]
+"""A file's (mtime in ns, size, inode, ctime in ns): what changes when the file does. The ctime
+is there because the mtime can be set back (``cp -p``, ``touch -r``, ``rsync -t``, tar) while
+the ctime cannot: any write or ``utime`` moves it."""
 
 
 def stamp_tree(top_fd: int, top: str, excluded: Callable[[str], bool]) -> dict[str, Stamp]:
@@ -215,6 +217,6 @@ def _stamp_folder(
                 elif entry.is_file(follow_symlinks=False):
                     st = entry.stat(follow_symlinks=False)
                     if st.st_nlink == 1:
-                        stamps[rel] = (st.st_mtime_ns, st.st_size, st.st_ino)
+                        stamps[rel] = (st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns)
             except OSError:
                 continue  # removed or swapped while being looked at

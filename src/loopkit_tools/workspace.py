@@ -543,7 +543,7 @@ class WorkspaceGuard:
         return [f for p, f in sorted(tops, key=lambda pf: "/".join(pf[0]) + "/")]
 
     def stamps(self, folder: str) -> dict[str, Stamp]:
-        """Each regular file under the readable ``folder`` with its (mtime in ns, size, inode),
+        """Each regular file under the readable ``folder`` with its :data:`Stamp`,
         to notice cheaply that files changed; a missing folder has none. Symlinks are not
         followed; ``list_exclude`` names and ``.git`` are left out."""
         patterns = re.compile("|".join(fnmatch.translate(p) for p in self.list_exclude) or "(?!)")

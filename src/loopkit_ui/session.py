@@ -114,6 +114,15 @@ def _children_of(pids: set[int]) -> set[int]:
     return found
 
 
+def _signal_same(processes: dict[int, str], signum: int) -> None:
+    """Send ``signum`` to each pid that still has the start time recorded for it (never to a
+    process that reused the number meanwhile)."""
+    for pid, started in processes.items():
+        if desktop_guard.start_time(pid) == started:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signum)
+
+
 def pid_alive(pid: int) -> bool:
     """Whether ``pid`` runs (Linux, via /proc); a zombie counts as gone."""
     try:
@@ -180,6 +189,10 @@ class HeadlessDesktop:
         #: The environment variable (``NAME=1``) every process of this desktop carries.
         self.marker = f"{MARKER_PREFIX}{secrets.token_hex(6).upper()}"
         self._procs: list[subprocess.Popen[bytes]] = []
+        # Each started process's kernel start time, read when it was started: a pid whose start
+        # time differs later is another process that reused the number (pids wrap around at
+        # 32768 here, within minutes when several test suites run).
+        self._started: dict[int, str] = {}
         self._daemons: list[subprocess.Popen[bytes]] = []
         self._guard: subprocess.Popen[bytes] | None = None
         self._guard_fd: int | None = None
@@ -263,15 +276,17 @@ class HeadlessDesktop:
     def pids(self) -> set[int]:
         """Every live process of the desktop: the group's members, the processes carrying its
         marker variable, and their descendants."""
-        recorded = {p.pid: s for p in self._procs if (s := desktop_guard.start_time(p.pid))}
+        return set(self._processes())
+
+    def _processes(self) -> dict[int, str]:
+        """:meth:`pids` with each one's start time (to signal it only while it is the same)."""
         groups = {self.pgid} if self.pgid is not None else set()
         exclude = {os.getpid()} | ({self._guard.pid} if self._guard else set())
-        found = desktop_guard.desktop_processes(self.marker, groups, recorded, exclude)
-        return set(found)
+        return desktop_guard.desktop_processes(self.marker, groups, dict(self._started), exclude)
 
     def stop(self, timeout: float = 5.0) -> None:
         """Terminate every process of the desktop (SIGTERM, then SIGKILL) and remove temp files."""
-        victims = self.pids()
+        victims = self._processes()
         # Applications first, while their X server and buses still run (they exit cleanly
         # instead of complaining about a lost display), then the daemons.
         apps = [p for p in self._procs[len(self._daemons) :] if p.poll() is None]
@@ -284,26 +299,25 @@ class HeadlessDesktop:
         if self.pgid is not None:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(self.pgid, signal.SIGTERM)
-        for pid in victims:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, signal.SIGTERM)
+        _signal_same(victims, signal.SIGTERM)
         deadline = time.monotonic() + timeout
         for proc in self._procs:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(max(0.0, deadline - time.monotonic()))
-        while time.monotonic() < deadline and any(pid_alive(pid) for pid in victims):
+        while time.monotonic() < deadline and any(
+            pid_alive(pid) and desktop_guard.start_time(pid) == started
+            for pid, started in victims.items()
+        ):
             time.sleep(0.02)
         if self.pgid is not None:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(self.pgid, signal.SIGKILL)
-        for pid in victims | self.pids():
-            if pid_alive(pid):
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.kill(pid, signal.SIGKILL)
+        _signal_same({**victims, **self._processes()}, signal.SIGKILL)
         for proc in self._procs:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(1.0)
         self._procs.clear()
+        self._started.clear()
         self._daemons.clear()
         self.pgid = None
         self._env = {}
@@ -345,6 +359,7 @@ class HeadlessDesktop:
         self._procs.append(proc)
         started = desktop_guard.start_time(proc.pid)
         if started is not None:
+            self._started[proc.pid] = started
             self._tell_guard(f"p {proc.pid} {started}")
 
     def _stop_guard(self) -> None:

@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 
 from tests.board.helpers import ROOT, board_env, start_board, write_accounts
+from tests.installed import import_or_unavailable
 
-pytest.importorskip("dbos")
+import_or_unavailable("dbos", install="loopkit[durable]")
 pytestmark = pytest.mark.integration
 
 

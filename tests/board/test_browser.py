@@ -28,6 +28,7 @@ from tests.board.helpers import (
     start_worker,
     stop_worker,
 )
+from tests.installed import chromium_or_unavailable, import_or_unavailable
 
 #: The round of the card's first start_app (asked about in the chat; the answer names it).
 START_ROUND = next(
@@ -36,14 +37,13 @@ START_ROUND = next(
     if "start_app" in [c["name"] for c in t.get("calls", [])]
 )
 
-pytest.importorskip("dbos")
-playwright = pytest.importorskip("playwright.sync_api")
-CHROMIUM = Path("/usr/bin/chromium")
+import_or_unavailable("dbos", install="loopkit[durable]")
+playwright = import_or_unavailable("playwright.sync_api", install="the dev extra")
+CHROMIUM = chromium_or_unavailable()
 pytestmark = [
     pytest.mark.integration,
     pytest.mark.ui,
     pytest.mark.slow,
-    pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian's chromium is not installed"),
 ]
 
 

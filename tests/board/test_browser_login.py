@@ -19,9 +19,10 @@ from pathlib import Path
 import pytest
 
 from tests.board.helpers import CARD, PASSWORD, copy_card, running_board
+from tests.installed import import_or_unavailable
 
-pytest.importorskip("dbos")
-playwright = pytest.importorskip("playwright.sync_api")
+import_or_unavailable("dbos", install="loopkit[durable]")
+playwright = import_or_unavailable("playwright.sync_api", install="the dev extra")
 CHROMIUM = Path("/usr/bin/chromium")
 pytestmark = [
     pytest.mark.integration,

@@ -26,8 +26,9 @@ from tests.board.helpers import (
     running_board,
     write_accounts,
 )
+from tests.installed import import_or_unavailable
 
-pytest.importorskip("dbos")
+import_or_unavailable("dbos", install="loopkit[durable]")
 pytestmark = pytest.mark.integration
 
 BROKEN = "---\ntitle: [not closed\nstate: New\n---\nbody\n"

@@ -28,8 +28,9 @@ from tests.board.helpers import (
     csrf_of,
     running_board,
 )
+from tests.installed import import_or_unavailable
 
-pytest.importorskip("dbos")
+import_or_unavailable("dbos", install="loopkit[durable]")
 pytestmark = pytest.mark.integration
 
 

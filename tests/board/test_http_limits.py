@@ -22,8 +22,9 @@ import httpx
 import pytest
 
 from tests.board.helpers import CARD, PASSWORD, TOKEN, Board, copy_card, csrf_of, running_board
+from tests.installed import import_or_unavailable
 
-pytest.importorskip("dbos")
+import_or_unavailable("dbos", install="loopkit[durable]")
 pytestmark = pytest.mark.integration
 
 

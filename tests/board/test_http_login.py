@@ -18,8 +18,9 @@ import httpx
 import pytest
 
 from tests.board.helpers import CARD, PASSWORD, Board, copy_card, csrf_of, running_board
+from tests.installed import import_or_unavailable
 
-pytest.importorskip("dbos")
+import_or_unavailable("dbos", install="loopkit[durable]")
 pytestmark = pytest.mark.integration
 
 PAGE = {"accept": "text/html,application/xhtml+xml"}

@@ -14,6 +14,7 @@ import pytest
 
 from loopkit_board.artifacts import open_run_file, read_run_file, run_artifacts, write_run_file
 from loopkit_board.slack.posts import run_files
+from tests.installed import import_or_unavailable
 
 PNG = b"\x89PNG\r\n\x1a\n a screenshot"
 
@@ -66,7 +67,7 @@ def test_the_boards_files_replace_a_planted_link(tmp_path: Path) -> None:
 
 
 def test_slack_uploads_nothing_a_link_points_to(tmp_path: Path) -> None:
-    pytest.importorskip("PIL")
+    import_or_unavailable("PIL", install="the dev extra")
     from PIL import Image
 
     run, secret = planted_run(tmp_path)

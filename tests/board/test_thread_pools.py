@@ -12,12 +12,12 @@ import time
 from pathlib import Path
 
 import anyio.to_thread
-import pytest
 
 from loopkit_board.auth import Accounts, hash_secret
 from loopkit_board.limits import LimitReached, LoginLimits, SecretChecker
+from tests.installed import import_or_unavailable
 
-pytest.importorskip("dbos")
+import_or_unavailable("dbos", install="loopkit[durable]")
 
 
 def _niceness(thread_id: int) -> int:

@@ -173,7 +173,7 @@ def survivors(pids: set[int], within: float = 60.0) -> list[str]:
 
 
 def wait_for_round(
-    proc: subprocess.Popen[str], runs_dir: Path, call: str, within: float = 120
+    proc: subprocess.Popen[str], runs_dir: Path, call: str, within: float = 300
 ) -> set[int]:
     """Wait until the run log has a round that calls ``call``; returns every descendant of the
     demo seen meanwhile (polled all along, so short-lived ones are in too)."""

@@ -136,7 +136,7 @@ def test_an_interrupted_run_marks_the_card_failed_and_ends_its_log(tmp_path: Pat
         stderr=subprocess.STDOUT,
         text=True,
     )
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + 300  # a deadline for a loaded machine, not a timing claim
     while time.monotonic() < deadline:  # interrupt once the app is running
         logs = list(runs.glob("*/run.jsonl"))
         if logs and '"name":"start_app"' in logs[0].read_text():

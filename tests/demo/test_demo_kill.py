@@ -178,7 +178,7 @@ def test_a_signal_while_the_desktop_starts_ends_quietly_with_130(
     before = card.read_bytes()
     demo = start_demo(tmp_path, card, env={"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"})
     seen: set[int] = set()
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + 300  # a deadline for a loaded machine, not a timing claim
     while time.monotonic() < deadline and demo.poll() is None:
         seen |= descendants(demo.pid)
         if any("slow-bin/Xvfb" in cmdline(p) for p in seen):

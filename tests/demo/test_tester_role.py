@@ -55,6 +55,7 @@ def test_the_test_roles_transcripts_check_every_result_and_end_with_a_result_lin
         assert re.search(r"\nRESULT: (passed|failed: .+)$", script.turns[-1].text.rstrip())
 
 
+@pytest.mark.slow
 def test_develop_then_test_the_delete_card(
     tmp_path: Path, headless_desktop: HeadlessDesktop
 ) -> None:

@@ -18,7 +18,9 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("dbos")
+from tests.installed import import_or_unavailable
+
+import_or_unavailable("dbos", install="loopkit[durable]")
 
 CHILD = Path(__file__).with_name("loop_child.py")
 ROUNDS = 6

@@ -15,8 +15,9 @@ from pathlib import Path
 import pytest
 
 from loopkit import Card, CardState
+from tests.installed import import_or_unavailable
 
-pytest.importorskip("dbos")
+import_or_unavailable("dbos", install="loopkit[durable]")
 
 ROOT = Path(__file__).resolve().parents[2]
 CARD = ROOT / "examples" / "cards" / "delete-asks-for-confirmation.md"
@@ -41,6 +42,7 @@ def listed(tmp_path: Path) -> list[dict]:
     return [json.loads(line) for line in out.stdout.splitlines()]
 
 
+@pytest.mark.slow
 def test_a_card_enqueued_twice_while_queued_is_one_run_and_cancel_frees_it(tmp_path: Path) -> None:
     card = tmp_path / CARD.name
     shutil.copy(CARD, card)

@@ -26,9 +26,10 @@ import pytest
 from loopkit import Card, CardState
 from tests.demo.helpers import CARDS
 from tests.durable.test_workers_postgres import Worker, runs, wait_until
+from tests.installed import import_or_unavailable
 from tests.sessions.postgres import Cluster, private_cluster_control
 
-pytest.importorskip("dbos")
+import_or_unavailable("dbos", install="loopkit[durable]")
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
 
 CARD = "delete-asks-for-confirmation"

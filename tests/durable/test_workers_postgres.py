@@ -25,11 +25,12 @@ import pytest
 
 from loopkit import Card, CardState
 from tests.demo.helpers import CARD_NAMES, CARDS, ROOT, cmdline, descendants
+from tests.installed import import_or_unavailable
 from tests.sessions.postgres import private_cluster
 
-pytest.importorskip("dbos")
+import_or_unavailable("dbos", install="loopkit[durable]")
 # Seven card runs on two desktops, on two shared cores: minutes, not seconds.
-pytestmark = [pytest.mark.integration, pytest.mark.ui, pytest.mark.timeout(900)]
+pytestmark = [pytest.mark.integration, pytest.mark.ui, pytest.mark.slow, pytest.mark.timeout(900)]
 
 
 @pytest.fixture(scope="module")

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-import socket
 
 import pytest
 
 from loopkit.abstractions import ToolError
 from loopkit.errors import MCPServerError
 from loopkit.mcp import MCPClient
+from tests.ports import closed_port
 
 from .conftest import HttpServer
 
@@ -55,11 +55,8 @@ async def test_server_that_dies_mid_call_is_a_clear_error(http_server: HttpServe
 
 
 async def test_unreachable_url_is_a_clear_error_without_secrets() -> None:
-    with socket.socket() as s:  # a port that was free a moment ago: nobody listens there
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    url = f"http://user:hunter2@127.0.0.1:{port}/mcp?token=hunter2"
-    with pytest.raises(MCPServerError) as failed:
+    with closed_port() as port, pytest.raises(MCPServerError) as failed:  # nobody listens there
+        url = f"http://user:hunter2@127.0.0.1:{port}/mcp?token=hunter2"
         async with MCPClient.http(url, headers={"Authorization": "Bearer hunter2"}):
             pass
     message = str(failed.value)

@@ -6,10 +6,12 @@ import os
 import sqlite3
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 from loopkit_tools.memory import MemoryTools, Note, Notebook, NoteIndex, NotesError
+from loopkit_tools.memory import search as search_module
 from tests.memory.conftest import git
 from tests.memory.corpus import corpus
 
@@ -25,6 +27,18 @@ def _write_files(repo: Path, notes: list[Note], *, age_s: float = 60) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(note.to_markdown(), encoding="utf-8")
         os.utime(path, (when, when))
+
+
+class ListingClock:
+    """The clock the index takes a listing's time from, ``offset_s`` ahead of the real one: a
+    listing that comes long after the files were written, as under load (``utime`` cannot age
+    a file: it moves the ctime the index also compares)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, offset_s: float = 0) -> None:
+        self.offset_s = offset_s
+        real = time.time_ns
+        clock = SimpleNamespace(time_ns=lambda: real() + int(self.offset_s * 1e9))
+        monkeypatch.setattr(search_module, "time", clock)
 
 
 def test_fts5_is_available() -> None:
@@ -57,9 +71,12 @@ def test_a_grep_for_the_whole_query_finds_nothing(repo: Path) -> None:
     assert sum(any(item.query in text for text in texts) for item in items) == 0
 
 
-def test_index_is_rebuilt_when_notes_change(repo: Path, cache: Path) -> None:
+def test_index_is_rebuilt_when_notes_change(
+    repo: Path, cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     items = corpus(40)
     _write_files(repo, [item.note for item in items])
+    clock = ListingClock(monkeypatch, offset_s=10)  # listed well after they were written
     notebook = Notebook(repo, cache_dir=cache)
     with NoteIndex(notebook) as index:
         assert index.refresh().added == 40
@@ -71,11 +88,12 @@ def test_index_is_rebuilt_when_notes_change(repo: Path, cache: Path) -> None:
         text = first.read_text().replace("## Cause", "## Cause\nA marmalade jar on the keyboard.")
         with first.open("r+", encoding="utf-8") as f:
             f.write(text)
+        clock.offset_s = 0  # listed just after the edit
         refresh = index.refresh()
         assert (refresh.added, refresh.changed, refresh.removed) == (0, 1, 0)
         # changed just now: read again by the next refresh too, until it is older than a tick
         assert index.refresh().changed == 1
-        os.utime(first, (time.time() - 60, time.time() - 60))
+        clock.offset_s = 1  # a second later, older than a tick: read once more, then trusted
         assert index.refresh().changed == 1
         assert index.refresh().touched == 0
         assert [hit.path for hit in index.search("marmalade jar", 5)] == [
@@ -174,6 +192,52 @@ def test_a_change_within_the_same_clock_tick_is_not_missed(repo: Path, cache: Pa
         assert path.stat().st_size == stamp.st_size
         assert len(index.search("narwal", 5)) == 1
         assert index.search("walrus", 5) == []
+
+
+def _wait_for_the_file_clock_to_pass(ns: int, scratch: Path) -> None:
+    """Until the file system's clock (as a new file's ctime shows it) is past ``ns``."""
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        scratch.write_bytes(b"")
+        if scratch.stat().st_ctime_ns > ns:
+            return
+        time.sleep(0.001)
+    raise AssertionError("the file system's clock did not move in 10 s")
+
+
+def test_a_rewrite_that_puts_the_mtime_back_is_seen_after_a_late_listing(
+    repo: Path, cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Under load the first listing comes long after the write, so the note's stamp is trusted.
+    # A later rewrite to the same size that puts the old mtime back (cp -p, touch -r, rsync -t,
+    # tar) changes neither mtime, size nor inode: only the ctime tells.
+    path = repo / "notes" / "t" / "n.md"
+    path.parent.mkdir(parents=True)
+    note = Note(kind="verdict", topic="t", title="N", verdict="walrus")
+    path.write_text(note.to_markdown())
+    ListingClock(monkeypatch, offset_s=10)
+    with NoteIndex(Notebook(repo, cache_dir=cache)) as index:
+        assert len(index.search("walrus", 5)) == 1
+        stamp = path.stat()
+        _wait_for_the_file_clock_to_pass(stamp.st_ctime_ns, repo.parent / "tick")
+        path.write_text(note.model_copy(update={"verdict": "narwal"}).to_markdown())
+        os.utime(path, ns=(stamp.st_atime_ns, stamp.st_mtime_ns))
+        assert (path.stat().st_size, path.stat().st_ino) == (stamp.st_size, stamp.st_ino)
+        assert len(index.search("narwal", 5)) == 1
+        assert index.search("walrus", 5) == []
+
+
+def test_a_stamp_in_whole_seconds_stays_unsure_for_two_seconds() -> None:
+    # A file system that keeps whole seconds (FAT: two) lets a rewrite keep the time for that
+    # long; a stamp with sub-second digits proves a fine clock.
+    listed = 1_700_000_010_500_000_000
+    second = 1_000_000_000
+    whole = (listed - 1_500_000_000, 10, 7, listed - 1_500_000_000)
+    assert search_module._is_racy(whole, listed)
+    assert not search_module._is_racy((whole[0] - second, 10, 7, whole[3] - second), listed)
+    fine = (whole[0] + 1, 10, 7, whole[3] + 1)
+    assert not search_module._is_racy(fine, listed)
+    assert search_module._is_racy((fine[0], 10, 7, listed - 50_000_000), listed)  # ctime counts
 
 
 async def test_parallel_tool_calls_share_one_index(memory: MemoryTools) -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import email.utils
-import socket
 import time
 from collections.abc import Callable
 from typing import Any
@@ -17,6 +16,7 @@ from loopkit.middleware.retry import RetryingChatClient, RetryPolicy
 from loopkit.providers.litellm import LiteLLMChatClient
 from loopkit.providers.litellm_errors import classify, parse_retry_after, redact
 from tests.fakes.fake_llm_server import Turn
+from tests.ports import closed_port
 from tests.providers.conftest import DUMMY_KEY, Wire
 
 pytestmark = pytest.mark.integration
@@ -153,19 +153,13 @@ async def test_timeout_then_success_through_retries(wire: Wire, recorded_sleep: 
     assert len(waits) == 1
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.mark.parametrize("model", ["openai/gpt-test", "anthropic/claude-sonnet-4-5"])
 async def test_connection_refused_is_retryable(model: str) -> None:
-    port = _free_port()  # nothing listens there once the socket is closed
-    base = f"http://127.0.0.1:{port}" + ("/v1" if model.startswith("openai") else "")
-    client = LiteLLMChatClient(model, api_base=base, api_key=DUMMY_KEY, timeout=5)
-    with pytest.raises(ProviderError, match="could not be reached") as caught:
-        await client.get_response(ask())
+    with closed_port() as port:  # nothing listens there, and nobody else can meanwhile
+        base = f"http://127.0.0.1:{port}" + ("/v1" if model.startswith("openai") else "")
+        client = LiteLLMChatClient(model, api_base=base, api_key=DUMMY_KEY, timeout=5)
+        with pytest.raises(ProviderError, match="could not be reached") as caught:
+            await client.get_response(ask())
     assert caught.value.retryable is True
 
 

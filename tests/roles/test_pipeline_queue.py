@@ -15,8 +15,9 @@ import pytest
 
 from loopkit import Card, CardState
 from tests.demo.helpers import ROOT, copy_card
+from tests.installed import import_or_unavailable
 
-pytest.importorskip("dbos")
+import_or_unavailable("dbos", install="loopkit[durable]")
 pytestmark = [pytest.mark.integration, pytest.mark.ui]
 
 CARD = "delete-asks-for-confirmation"

@@ -12,9 +12,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import pytest
+from tests.installed import import_or_unavailable
 
-pytest.importorskip("dbos")
+import_or_unavailable("dbos", install="loopkit[durable]")
 
 ROOT = Path(__file__).resolve().parents[2]
 CARD = ROOT / "examples" / "cards" / "delete-asks-for-confirmation.md"

@@ -15,6 +15,7 @@ import pytest
 from loopkit import Card, CardState
 from loopkit_ui.session import HeadlessDesktop
 from tests.demo.helpers import ROOT, copy_card, demo_env, run_demo
+from tests.installed import import_or_unavailable
 
 #: The tools of a role with the ``files`` group only: its file tools, read_reference, and
 #: load_tools (write_file is deferred until loaded, see ToolDisclosure).
@@ -44,6 +45,7 @@ def git(repo: Path, *args: str) -> str:
 
 @pytest.mark.integration
 @pytest.mark.ui
+@pytest.mark.slow
 def test_document_after_develop_finds_and_cites_the_note_and_the_rule(
     tmp_path: Path, headless_desktop: HeadlessDesktop
 ) -> None:
@@ -206,7 +208,7 @@ def test_a_repo_that_is_not_an_earlier_runs_repository_is_refused(tmp_path: Path
 
 
 def test_a_durable_run_takes_its_role_through_the_workflow(tmp_path: Path) -> None:
-    pytest.importorskip("dbos")
+    import_or_unavailable("dbos", install="loopkit[durable]")
     roles = tmp_path / "my-roles"
     write_role(roles, READER)
     card = copy_card(tmp_path, "total-ignores-the-discount")

@@ -11,6 +11,7 @@ import random
 import shutil
 import subprocess
 import tempfile
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -99,6 +100,32 @@ def private_cluster_control() -> Iterator[Cluster]:
         if cluster.running:
             cluster.stop()
         shutil.rmtree(root, ignore_errors=True)
+
+
+@contextmanager
+def fresh_database(url: str) -> Iterator[str]:
+    """A new, empty database in the cluster of ``url`` (a :func:`private_cluster` URL): its
+    SQLAlchemy URL; dropped after. For a test that counts rows of whole tables, which the
+    tests sharing the cluster's main database fill with their own."""
+    from sqlalchemy.engine import make_url
+
+    psycopg = import_or_unavailable("psycopg", install="loopkit[sql]")
+    parsed = make_url(url)
+    name = f"loopkit_test_{uuid.uuid4().hex[:12]}"
+    connect = {
+        "host": parsed.query["host"],
+        "port": int(str(parsed.query["port"])),
+        "user": parsed.username,
+        "dbname": "postgres",
+        "autocommit": True,
+    }
+    with psycopg.connect(**connect) as conn:
+        conn.execute(f"CREATE DATABASE {name}")
+    try:
+        yield url.replace(f"/{parsed.database}?", f"/{name}?", 1)
+    finally:
+        with psycopg.connect(**connect) as conn:
+            conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
 
 
 def _run(command: list[str], what: str, log: Path | None = None) -> None:

@@ -15,8 +15,17 @@ import pytest
 from loopkit.abstractions.content import ChatMessage
 from loopkit.sessions import Session
 from tests.sessions.conftest import Store, call, dump, result, say
+from tests.sessions.postgres import fresh_database
 
 LIMIT = 20
+
+
+@pytest.fixture
+def postgres_url(postgres_url: str) -> Iterator[str]:
+    """A database of this module's tests' own (the store fixture reads ``postgres_url``): the
+    plan test counts the rows of whole tables, which other tests fill in the shared one."""
+    with fresh_database(postgres_url) as url:
+        yield url
 
 
 def history(size: int) -> list[ChatMessage]:

@@ -45,6 +45,11 @@ _REQUIRED = {
     "files.completeUploadExternal": ("files",),
 }
 
+#: How long a wait for the bot lasts by default: a deadline, not a timing claim (the wait ends as
+#: soon as the call is there). The bot's first chat answer imports litellm, which takes a minute
+#: or more on two cores shared with another copy of the suite.
+PATIENCE_S = 180.0
+
 
 @dataclass
 class Call:
@@ -305,7 +310,7 @@ class FakeSlack:
         return ts
 
     # -- looking at what the bot did -------------------------------------------------------
-    def wait_for(self, done: Callable[[], bool], what: str, timeout: float = 60) -> None:
+    def wait_for(self, done: Callable[[], bool], what: str, timeout: float = PATIENCE_S) -> None:
         deadline = time.monotonic() + timeout
         with self._lock:
             while not done():
@@ -325,7 +330,7 @@ class FakeSlack:
                 and (thread_ts is None or c.args.get("thread_ts") == thread_ts)
             ]
 
-    def wait_post(self, thread_ts: str, contains: str, timeout: float = 60) -> Call:
+    def wait_post(self, thread_ts: str, contains: str, timeout: float = PATIENCE_S) -> Call:
         """The first post in the thread whose text contains ``contains`` (waits for it)."""
         found: list[Call] = []
 

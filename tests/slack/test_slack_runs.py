@@ -26,11 +26,12 @@ import pytest
 from loopkit.demo.run import bundled_transcripts
 from tests.demo.helpers import copy_card
 from tests.fakes.fake_llm_server import FakeLLMServer, Turn
+from tests.installed import import_or_unavailable
 from tests.slack.conftest import ALLOWED, ROLE, ROOT, bot_env, write_bot_config
 from tests.slack.fake_slack import APP_TOKEN, BOT_TOKEN, FakeSlack
 
-pytest.importorskip("dbos")
-pytestmark = [pytest.mark.integration, pytest.mark.ui]
+import_or_unavailable("dbos", install="loopkit[durable]")
+pytestmark = [pytest.mark.integration, pytest.mark.ui, pytest.mark.slow]
 
 #: The delete card's develop run: one round per turn of its bundled transcript.
 DELETE_ROUNDS = len(

@@ -15,10 +15,11 @@ import pytest
 from loopkit import Card, CardState
 from loopkit_board.slack.commands import follow_up_role
 from tests.demo.helpers import copy_card
+from tests.installed import import_or_unavailable
 from tests.slack.conftest import ALLOWED, ROLE, ROOT, bot_env
 from tests.slack.fake_slack import FakeSlack
 
-pytest.importorskip("dbos")
+import_or_unavailable("dbos", install="loopkit[durable]")
 
 ROLES = ("develop", "document", "test")
 

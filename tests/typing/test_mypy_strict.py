@@ -15,7 +15,9 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.integration
+from tests.installed import import_or_unavailable
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 HERE = Path(__file__).resolve().parent
 ERROR = re.compile(
@@ -26,7 +28,7 @@ MARKER = re.compile(r"#\s*E:\s*(?P<codes>[a-z-]+(?:\s*,\s*[a-z-]+)*)\s*$")
 
 @pytest.fixture(scope="module")
 def mypy_errors(tmp_path_factory: pytest.TempPathFactory) -> dict[str, set[tuple[int, str]]]:
-    mypy_api = pytest.importorskip("mypy.api")
+    mypy_api = import_or_unavailable("mypy.api", install="the dev extra")
     cache = tmp_path_factory.mktemp("mypy-cache")
     stdout, stderr, _status = mypy_api.run(
         [

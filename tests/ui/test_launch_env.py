@@ -4,6 +4,7 @@ environment, and still everything it needs to show up on the desktop."""
 from __future__ import annotations
 
 import os
+import secrets
 import sys
 from pathlib import Path
 
@@ -30,10 +31,8 @@ def _environ(pid: int) -> dict[str, str]:
     return {os.fsdecode(k): os.fsdecode(v) for k, v in pairs}
 
 
-def test_launched_application_gets_no_key(
-    headless_desktop: HeadlessDesktop, tmp_path: Path
-) -> None:
-    marker = tmp_path.name
+def test_launched_application_gets_no_key(headless_desktop: HeadlessDesktop) -> None:
+    marker = secrets.token_hex(8)  # unique: another copy of the suite runs this same test
     # the examples for the app, and whatever src/ the tests run from for the server
     python_path = os.pathsep.join(filter(None, [str(EXAMPLES_DIR), os.environ.get("PYTHONPATH")]))
     env = headless_desktop.child_env(

@@ -15,6 +15,7 @@ import pytest
 
 from loopkit_ui.session import HeadlessDesktop
 from loopkit_ui.testing import UIServerClient
+from tests.installed import unavailable
 
 from .conftest import EXAMPLES_DIR, PYTHON
 
@@ -86,7 +87,7 @@ def test_a_python_without_pyside6_is_reported_with_its_output(
     headless_desktop: HeadlessDesktop, tmp_path: Path
 ) -> None:
     if not Path(SYSTEM_PYTHON).exists():
-        pytest.skip(f"{SYSTEM_PYTHON} is not installed here")
+        unavailable(f"{SYSTEM_PYTHON} is not installed (the Debian package python3)")
     out = tmp_path / "out"
     launch = f"{SYSTEM_PYTHON} -m invoice_app"
     with UIServerClient(_server(launch, out), env=_env(headless_desktop, tmp_path)) as ui:

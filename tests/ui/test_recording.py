@@ -8,7 +8,6 @@ from __future__ import annotations
 import base64
 import json
 import os
-import secrets
 import signal
 import stat
 import subprocess
@@ -23,7 +22,7 @@ from loopkit_ui.recording import ffmpeg_command
 from loopkit_ui.session import HeadlessDesktop
 from loopkit_ui.testing import UIServerClient, running_app
 from tests.installed import ffmpeg_or_unavailable
-from tests.processes import processes_with
+from tests.processes import processes_with, unique_marker
 
 from .conftest import EXAMPLES_DIR, PYTHON
 
@@ -142,8 +141,8 @@ def _wait_until(condition: Any, seconds: float = 15.0) -> bool:
 def test_a_recording_is_finished_when_the_server_ends(
     ffmpeg: str, headless_desktop: HeadlessDesktop, tmp_path: Path, how: str
 ) -> None:
-    tag = secrets.token_hex(6)
-    env = headless_desktop.child_env({"LOOPKIT_UI_RECORDING_TEST": tag})
+    marker = unique_marker("LOOPKIT_UI_RECORDING_TEST")
+    env = headless_desktop.child_env({marker.name: marker.value})
     ui = UIServerClient(_args(tmp_path / "out"), env=env)
     try:
         started = ui.call("ui_start_recording", max_seconds=120)
@@ -152,7 +151,7 @@ def test_a_recording_is_finished_when_the_server_ends(
         time.sleep(1.5)
         assert _ffmpeg_processes(path)
         if how != "stdin closed":
-            (server,) = [p for p in processes_with(f"LOOPKIT_UI_RECORDING_TEST={tag}")
+            (server,) = [p for p in processes_with(marker)
                          if p not in _ffmpeg_processes(path)]  # fmt: skip
             os.kill(server, signal.SIGTERM if how == "SIGTERM" else signal.SIGKILL)
     finally:

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.processes import processes_with
+from tests.ports import closed_port
+from tests.processes import processes_with, unique_marker
 
 from .conftest import PYTHON
 
@@ -63,12 +64,6 @@ def _busy_port() -> Iterator[int]:
         taken.bind(("127.0.0.1", 0))
         taken.listen(1)
         yield taken.getsockname()[1]
-
-
-def _free_port() -> int:
-    with socket.socket() as free:
-        free.bind(("127.0.0.1", 0))
-        return int(free.getsockname()[1])
 
 
 def _other_users_file(box: Sandbox) -> str:
@@ -290,8 +285,8 @@ OUTPUT_CASES: list[Case] = [
 
 
 def _run_refused(box: Sandbox, args: list[str], expect: str) -> subprocess.CompletedProcess[str]:
-    marker = f"{MARKER}={box.root.name}"
-    env = {**os.environ, "XDG_RUNTIME_DIR": str(box.runtime), MARKER: box.root.name}
+    marker = unique_marker(MARKER)  # no other run's process carries it
+    env = {**os.environ, "XDG_RUNTIME_DIR": str(box.runtime), MARKER: marker.value}
     env.pop("LOOPKIT_UI_BACKEND", None)
     # stdin at EOF: a server that wrongly started on stdio ends at once instead of waiting.
     result = subprocess.run([PYTHON, "-m", "loopkit_ui.server", *args], env=env,
@@ -336,11 +331,15 @@ def test_busy_port_is_one_line_and_exit_2(sandbox: Sandbox) -> None:
 
 
 def test_refused_address_leaves_no_listener(sandbox: Sandbox) -> None:
-    port = _free_port()
-    _run_refused(sandbox, ["--http", f"0.0.0.0:{port}", "--output-dir", str(sandbox.out)],
-                 f"0.0.0.0:{port}")  # fmt: skip
-    with socket.socket() as probe, pytest.raises(ConnectionRefusedError):
-        probe.connect(("127.0.0.1", port))
+    # The port stays held (bound, not listening) so no other process can listen there
+    # meanwhile; a server that tried to listen would fail to bind and say so instead of
+    # naming --allow-remote.
+    with closed_port() as port:
+        refused = _run_refused(sandbox, ["--http", f"0.0.0.0:{port}", "--output-dir",
+                                         str(sandbox.out)], f"0.0.0.0:{port}")  # fmt: skip
+        assert "--allow-remote" in refused.stderr, refused.stderr
+        with socket.socket() as probe, pytest.raises(ConnectionRefusedError):
+            probe.connect(("127.0.0.1", port))
 
 
 def test_help_documents_the_exit_codes() -> None:

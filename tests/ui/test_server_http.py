@@ -29,6 +29,7 @@ import pytest
 from loopkit.mcp import MCPServerConfig
 from loopkit_ui.session import HeadlessDesktop
 from loopkit_ui.testing import running_app
+from tests.ports import closed_port
 
 from . import http_probe as hp
 from .conftest import EXAMPLES_DIR, PYTHON
@@ -281,19 +282,17 @@ def test_generated_token_is_private_printed_by_path_and_removed(
 
 @pytest.mark.parametrize("address", ["0.0.0.0", "[::]", "192.0.2.10"])
 def test_non_loopback_address_needs_allow_remote(address: str, tmp_path: Path) -> None:
-    with socket.socket() as free:
-        free.bind(("127.0.0.1", 0))
-        port = free.getsockname()[1]
     out = tmp_path / "out"
-    result = subprocess.run(
-        [PYTHON, "-m", "loopkit_ui.server", "--http", f"{address}:{port}", "--output-dir", str(out)],
-        capture_output=True, text=True, timeout=60, env={**os.environ, "XDG_RUNTIME_DIR": str(tmp_path)},
-    )  # fmt: skip
-    assert result.returncode == 2, result
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and "Traceback" not in result.stderr + result.stdout, result.stderr
-    assert f"{address}:{port}" in lines[0] and "--allow-remote" in lines[0], lines
-    assert result.stdout == ""
-    with socket.socket() as probe, pytest.raises(ConnectionRefusedError):
-        probe.connect(("127.0.0.1", port))  # nothing listens
+    with closed_port() as port:  # held: no other process listens there meanwhile
+        result = subprocess.run(
+            [PYTHON, "-m", "loopkit_ui.server", "--http", f"{address}:{port}", "--output-dir", str(out)],
+            capture_output=True, text=True, timeout=60, env={**os.environ, "XDG_RUNTIME_DIR": str(tmp_path)},
+        )  # fmt: skip
+        assert result.returncode == 2, result
+        lines = result.stderr.strip().splitlines()
+        assert len(lines) == 1 and "Traceback" not in result.stderr + result.stdout, result.stderr
+        assert f"{address}:{port}" in lines[0] and "--allow-remote" in lines[0], lines
+        assert result.stdout == ""
+        with socket.socket() as probe, pytest.raises(ConnectionRefusedError):
+            probe.connect(("127.0.0.1", port))  # nothing listens
     assert not out.exists() and [p.name for p in tmp_path.iterdir()] == []

@@ -6,7 +6,6 @@ from __future__ import annotations
 import ctypes
 import os
 import platform
-import secrets
 import shutil
 import signal
 import stat
@@ -20,7 +19,7 @@ import pytest
 
 from loopkit_ui.session import HeadlessDesktop
 from loopkit_ui.testing import UIServerClient, running_app
-from tests.processes import processes_with
+from tests.processes import processes_with, unique_marker
 
 from .conftest import EXAMPLES_DIR, PYTHON
 
@@ -60,10 +59,10 @@ def test_hung_application_times_out_and_recovers(
 def test_launched_application_ends_with_the_server(
     headless_desktop: HeadlessDesktop, tmp_path: Path
 ) -> None:
-    marker = f"LOOPKIT_UI_TEST_MARKER={tmp_path.name}"
+    marker = unique_marker("LOOPKIT_UI_TEST_MARKER")  # no other run's process carries it
     env = headless_desktop.child_env(
         {"PYTHONPATH": str(EXAMPLES_DIR), "INVOICE_APP_LOG": str(tmp_path / "app.log"),
-         marker.split("=")[0]: marker.split("=")[1]}
+         marker.name: marker.value}
     )  # fmt: skip
     args = ["-m", "loopkit_ui.server", "--launch", f"{sys.executable} -m invoice_app",
             "--launch-cwd", str(EXAMPLES_DIR), "--attach-timeout", "20"]  # fmt: skip
@@ -150,11 +149,10 @@ def _send_to_a_worker_thread(pid: int, signum: signal.Signals) -> None:
 def test_stop_signal_ends_cleanly_with_130(
     tmp_path: Path, transport: str, signum: signal.Signals, to_worker: bool
 ) -> None:
-    tag = secrets.token_hex(8)  # unique: no process of another run matches it
-    marker = f"LOOPKIT_UI_SIGNAL_TEST={tag}"
+    marker = unique_marker("LOOPKIT_UI_SIGNAL_TEST")  # no process of another run matches it
     runtime = tmp_path / "runtime"
     runtime.mkdir(mode=0o700)
-    env = {**os.environ, "XDG_RUNTIME_DIR": str(runtime), "LOOPKIT_UI_SIGNAL_TEST": tag}
+    env = {**os.environ, "XDG_RUNTIME_DIR": str(runtime), marker.name: marker.value}
     args = [PYTHON, "-m", "loopkit_ui.server", "--launch", "sleep 300", "--app-name", "none"]
     if transport == "http":
         args += ["--http", "127.0.0.1:0"]

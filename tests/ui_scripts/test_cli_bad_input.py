@@ -10,13 +10,13 @@ import sqlite3
 import subprocess
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
 from loopkit_ui.scripts.store import ResultStore
-from tests.processes import processes_with
+from tests.processes import Marker, processes_with, unique_marker
 
 from .conftest import PYTHON, SCRIPTS
 
@@ -28,6 +28,9 @@ MARKER = "LOOPKIT_UI_SCRIPTS_BAD_INPUT"
 @dataclass
 class Box:
     root: Path
+    #: ``MARKER=<token>`` in the environment of everything this test starts (unique to the run:
+    #: another copy of the suite runs this same test meanwhile)
+    marker: Marker = field(default_factory=lambda: unique_marker(MARKER))
 
     @property
     def out(self) -> Path:
@@ -41,7 +44,7 @@ class Box:
     def script(self, name: str = "ok.json", **fields: object) -> str:
         """A valid script whose app would be a marked ``sleep`` (it must never start)."""
         body = {"name": "bad input", "app": {"command": ["sleep", "300"], "startup_timeout": 1,
-                "env": {MARKER: self.root.name}}, "steps": [{"type": "log", "message": "x"}]}  # fmt: skip
+                "env": {MARKER: self.marker.value}}, "steps": [{"type": "log", "message": "x"}]}  # fmt: skip
         body.update(fields)
         body = {key: value for key, value in body.items() if value is not None}  # None: leave out
         return self.file(name, json.dumps(body))
@@ -64,7 +67,7 @@ def box(tmp_path: Path) -> Box:
 
 
 def _scripts(box: Box, args: list[str]) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, MARKER: box.root.name}
+    env = {**os.environ, MARKER: box.marker.value}
     return subprocess.run([PYTHON, "-m", "loopkit_ui.scripts", *args], env=env, cwd=box.root,
                           stdin=subprocess.DEVNULL, capture_output=True, text=True,
                           timeout=90)  # fmt: skip
@@ -81,7 +84,7 @@ def _assert_refused(box: Box, result: subprocess.CompletedProcess[str], expect: 
         assert len(lines) == 1 and expect in lines[0], shown
         assert " error: " in lines[0], shown
     assert not box.out.exists(), shown
-    assert sys.platform != "linux" or processes_with(f"{MARKER}={box.root.name}") == [], shown
+    assert sys.platform != "linux" or processes_with(box.marker) == [], shown
 
 
 # Files a script argument can be: (id, make it, text the message must contain)

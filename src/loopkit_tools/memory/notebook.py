@@ -27,6 +27,7 @@ from pathlib import Path
 
 from loopkit.abstractions import ToolError
 from loopkit_tools.fd_paths import PathRefusedError
+from loopkit_tools.fd_walk import Stamp
 from loopkit_tools.memory.catalog import Router, RouterLine, TopicEntry, TopicFile
 from loopkit_tools.memory.models import RESERVED_TOPICS, TOPIC_PATTERN, Note, check_topic
 from loopkit_tools.workspace import WorkspaceGuard
@@ -167,8 +168,9 @@ class Notebook:
             raise NotesError(f"note {path!r} does not exist (looked for {full!r})")
         return text
 
-    def note_stamps(self) -> dict[str, tuple[int, int, int]]:
-        """Every note file (relative path) with its (mtime, size, inode); cheap, no file read."""
+    def note_stamps(self) -> dict[str, Stamp]:
+        """Every note file (relative path) with its (mtime, size, inode, ctime); cheap, no file
+        read."""
         stamps = self.guard.stamps(self.folder)
         return {path: stamp for path, stamp in stamps.items() if self.is_note_path(path)}
 

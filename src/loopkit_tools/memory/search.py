@@ -1,10 +1,10 @@
 """``NoteIndex``: full-text search of the notes with SQLite FTS5, ranked by BM25.
 
 The index is a SQLite file built from the note files and brought up to date before every search:
-the notes folder is listed with each file's (mtime, size, inode) (one listing through the guard,
-no file read), compared with the stamps stored beside the index, and only new or changed notes are
-read and indexed again; removed ones are dropped. So a note written by ``write_note``, by the
-model's ``write_file``, by a human or by ``git checkout`` is found by the next search.
+the notes folder is listed with each file's (mtime, size, inode, ctime) (one listing through the
+guard, no file read), compared with the stamps stored beside the index, and only new or changed
+notes are read and indexed again; removed ones are dropped. So a note written by ``write_note``,
+by the model's ``write_file``, by a human or by ``git checkout`` is found by the next search.
 
 The index file is a cache, kept outside the repository (by default in the notebook's cache folder,
 named by the notes folder's real path): it is derived from the notes, so it must not be committed,
@@ -28,11 +28,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from loopkit.abstractions import ToolError
+from loopkit_tools.fd_walk import Stamp
 from loopkit_tools.memory.models import Note, sections
 from loopkit_tools.memory.notebook import Notebook, NotesError
 
-_SCHEMA_VERSION = 2
-_RACY_NS = 100_000_000  # a stamp this close to the listing is not trusted (clock ticks)
+_SCHEMA_VERSION = 3  # 3: stamps carry the ctime
+# A stamp this close to the listing is not trusted: the file may change again within the same
+# tick of the file system's clock and keep it. Ticks are a few ms where file times have
+# sub-second digits; a file system that stores whole seconds (FAT: 2 s) needs more.
+_RACY_NS = 100_000_000
+_RACY_WHOLE_SECONDS_NS = 2_100_000_000
 _UNSURE = -1  # the inode stored for a stamp not trusted: it never equals a real one
 # bm25() weights, in column order: path, kind (not searched), topic, title, symptom, body
 _WEIGHTS = "0.0, 0.0, 1.0, 4.0, 8.0, 1.0"
@@ -132,7 +137,7 @@ class NoteIndex:
                 # path would scan the whole FTS table (path is not indexed there)
                 self._db.execute(
                     "CREATE TABLE stamps (id INTEGER PRIMARY KEY, path TEXT UNIQUE NOT NULL, "
-                    "mtime INTEGER, size INTEGER, inode INTEGER)"
+                    "mtime INTEGER, size INTEGER, inode INTEGER, ctime INTEGER)"
                 )
                 self._db.execute(
                     "CREATE VIRTUAL TABLE notes USING fts5(path UNINDEXED, kind UNINDEXED, "
@@ -161,15 +166,12 @@ class NoteIndex:
         if current == self._known:
             return Refresh()
         unreadable: list[str] = []
-        # A file changed again within the file system's clock tick (a few ms: file times come
-        # from a coarse clock) keeps its mtime and maybe its size: a stamp that recent at the
-        # listing is stored as unsure, so the next refresh reads the file again (git's "racily
-        # clean" problem, solved the same way).
-        recent = listed_at - _RACY_NS
         with self._transaction():  # read the stored stamps inside it: another process may write
             stored = {
-                path: (id_, (mtime, size, inode))
-                for id_, path, mtime, size, inode in self._db.execute("SELECT * FROM stamps")
+                path: (id_, (mtime, size, inode, ctime))
+                for id_, path, mtime, size, inode, ctime in self._db.execute(
+                    "SELECT id, path, mtime, size, inode, ctime FROM stamps"
+                )
             }
             changed = [p for p, stamp in current.items() if stored.get(p, (0, None))[1] != stamp]
             removed = [p for p in stored if p not in current]
@@ -177,19 +179,20 @@ class NoteIndex:
                 self._db.execute("DELETE FROM notes WHERE rowid = ?", (stored[path][0],))
                 self._db.execute("DELETE FROM stamps WHERE id = ?", (stored[path][0],))
             for path in changed:
-                mtime, size, _inode = current[path]
-                if mtime >= recent:
-                    current[path] = (mtime, size, _UNSURE)
+                if _is_racy(current[path], listed_at):
+                    mtime, size, _inode, ctime = current[path]
+                    current[path] = (mtime, size, _UNSURE, ctime)
                 if path in stored:
                     row = stored[path][0]
                     self._db.execute("DELETE FROM notes WHERE rowid = ?", (row,))
                     self._db.execute(
-                        "UPDATE stamps SET mtime = ?, size = ?, inode = ? WHERE id = ?",
+                        "UPDATE stamps SET mtime = ?, size = ?, inode = ?, ctime = ? WHERE id = ?",
                         (*current[path], row),
                     )
                 else:
                     cursor = self._db.execute(
-                        "INSERT INTO stamps (path, mtime, size, inode) VALUES (?, ?, ?, ?)",
+                        "INSERT INTO stamps (path, mtime, size, inode, ctime) "
+                        "VALUES (?, ?, ?, ?, ?)",
                         (path, *current[path]),
                     )
                     row = cursor.lastrowid
@@ -238,6 +241,22 @@ class NoteIndex:
             SearchHit(path=path, kind=kind, topic=topic, title=title, summary=summary, score=score)
             for path, kind, topic, title, summary, score in rows
         ]
+
+
+def _is_racy(stamp: Stamp, listed_at: int) -> bool:
+    """Whether a file listed with ``stamp`` at ``listed_at`` (ns since the epoch) may change
+    again without changing its stamp: its last change (mtime or ctime, whichever is later) lies
+    within one tick of the file system's clock before the listing, so a rewrite to the same
+    size in that tick keeps both times (git's "racily clean" entries, handled the same way: such
+    a stamp is stored as unsure and the file is read again at the next refresh).
+
+    Once a stamp is older than that, any change moves the ctime (a write, or an mtime put back
+    with ``utime``): comparing the ctime finds it.
+    """
+    mtime, _size, _inode, ctime = stamp
+    whole_seconds = mtime % 1_000_000_000 == 0 and ctime % 1_000_000_000 == 0
+    margin = _RACY_WHOLE_SECONDS_NS if whole_seconds else _RACY_NS
+    return max(mtime, ctime) >= listed_at - margin
 
 
 def _columns(text: str) -> tuple[str, str, str, str, str]:
