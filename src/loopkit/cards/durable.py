@@ -412,6 +412,9 @@ class CardRunRecord:
     #: The run it follows (a test run's develop run), and the run queued after it.
     parent: str | None = None
     next_run: str | None = None
+    #: The develop → test pipeline this run is a step of (``develop``, ``then``, ``round``,
+    #: ``round_trips``), if any.
+    pipeline: dict[str, Any] | None = None
 
     @property
     def tokens(self) -> int:
@@ -500,6 +503,9 @@ async def _card_record(runtime: DurableRuntime, run: RunRecord) -> CardRunRecord
         or (prepared.repo if prepared is not None else request.repo),
         parent=request.parent,
         next_run=result.next_run if result is not None else None,
+        pipeline=None
+        if request.pipeline is None
+        else request.pipeline.model_dump(exclude={"transcript"}),
     )
 
 

@@ -223,7 +223,7 @@ async def card_run_workflow(request: dict[str, Any]) -> dict[str, Any]:
             runner = card_runner(
                 config, make_model(config, card_path, role.name), tools, scratch, log,
                 role=role, memory=role_memory(config, scratch), message=prepared.message,
-                durable=True, transcript=played, card=card, tester=tester,
+                durable=True, transcript=played, card=card, tester=tester, parent=req.parent,
                 done_state=CardState.IN_TEST if tested_next else CardState.DONE,
                 # A tester whose defects go back to the developer leaves the card In Work.
                 failed_state=CardState.IN_WORK if defects_go_back(req) else CardState.FAILED,
