@@ -195,7 +195,8 @@ class TesterTools:
         return Path(self.result.report) if self.result.report else None
 
     async def __aenter__(self) -> TesterTools:
-        # The run is a row of the findings database from its start (status running).
+        # The run is a row of the findings database from its start (status running), and its
+        # record is kept from then on: a durable run resumed in a new process is the same row.
         await asyncio.to_thread(self._store_locked)
         return self
 
@@ -252,6 +253,7 @@ class TesterTools:
     def _store_locked(self) -> None:
         with self._lock:
             self._store_run()
+            self._save_record()
 
     # ------------------------------------------------------------------ steps
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -62,6 +62,7 @@ from loopkit.demo.workspace import ScratchRepo, create_scratch_repo, open_scratc
 from loopkit.durable.run import (
     DEFAULT_NOTICE,
     DurableRun,
+    active_runs,
     current_durable_run,
     durable_step,
     durable_workflow,
@@ -372,12 +373,15 @@ async def run_durable_demo(
         f"[bold]Durable run[/bold] {run_id}: checkpoints in {escape(_where(runtime))}; if it "
         f"is interrupted, resume it with: {_resume_hint(run_id)}"
     )
-    async with runtime:
+    async with runtime, _honouring_cancels(runtime):
         _WATCHED[run_id] = console
         try:
             with SetWorkflowID(run_id):
                 output = await card_run_workflow(request.model_dump(mode="json"))
         except asyncio.CancelledError:
+            record = await get_card_run(runtime, run_id)
+            if record is not None and record.state == "cancelled":
+                return await _cancelled(runtime, run_id, console)  # loopkit.runs cancel
             console.print(
                 f"[yellow]interrupted:[/yellow] the card stays In Work; resume the run with: "
                 f"{_resume_hint(run_id)}"
@@ -390,6 +394,34 @@ async def run_durable_demo(
         finally:
             _WATCHED.pop(run_id, None)
         return await _follow(runtime, request, CardRunResult.model_validate(output), console)
+
+
+@contextlib.asynccontextmanager
+async def _honouring_cancels(runtime: DurableRuntime) -> AsyncIterator[None]:
+    """A run of this process cancelled in the database (``python -m loopkit.runs cancel``, the
+    board) stops within half a second and ends cancelled (card Failed, ``cancelled`` and
+    ``result`` lines), as a worker's run does; without it the run would only learn of the
+    cancel when DBOS refuses its next checkpoint, with nobody left to write its end."""
+    stopped: set[str] = set()
+
+    async def watch() -> None:
+        while True:
+            await asyncio.sleep(0.5)
+            for run_id, durable in active_runs().items():
+                if run_id in stopped:
+                    continue
+                with contextlib.suppress(Exception):  # the database away: the next round
+                    found = await runtime.get_run(run_id)
+                    if found is not None and found.status == "CANCELLED":
+                        stopped.add(run_id)
+                        durable.interrupt(cancelled=True)
+
+    watching = asyncio.create_task(watch())
+    try:
+        yield
+    finally:
+        watching.cancel()
+        await asyncio.wait({watching})
 
 
 async def _cancelled(runtime: DurableRuntime, run_id: str, console: Console) -> int:
@@ -504,7 +536,7 @@ async def resume_demo_runs(config: RunnerConfig, which: str | None, console: Con
     """``--resume``: list the interrupted card runs (``which`` None), or resume one by id (or
     an unambiguous start of it), or ``all`` of them one after the other."""
     runtime = runtime_for(config)
-    async with runtime:
+    async with runtime, _honouring_cancels(runtime):
         interrupted = await list_card_runs(runtime, state="interrupted")
         if which is None:
             if not interrupted:
