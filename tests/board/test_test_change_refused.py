@@ -43,6 +43,13 @@ def failed_run(tmp_path: Path, card: Path) -> str:
     return found.group(1)
 
 
+def repository(html: str) -> str:
+    """The repository a run page names."""
+    found = re.search(r'id="run-repo">repository <code>([^<]+)</code>', html)
+    assert found, html
+    return found.group(1)
+
+
 def test_a_failed_run_has_no_change_to_test(tmp_path: Path) -> None:
     card = copy_card(tmp_path / "cards")
     run_id = failed_run(tmp_path, card)
@@ -65,7 +72,8 @@ def test_a_failed_run_has_no_change_to_test(tmp_path: Path) -> None:
         assert again.status_code == 303, again.text
         follow = again.headers["location"].split("?")[0].rsplit("/", 1)[1]
         shown = client.get(f"/runs/{follow}", headers=BEARER).text
-        assert f'href="/runs/{run_id}"' in shown  # it follows the failed run
+        assert f'href="/runs/{run_id}"' in shown  # it follows the failed run, in its repository
+        assert repository(shown) == repository(page.text) and Path(repository(shown)).is_dir()
 
 
 def test_the_card_page_starts_develop_then_test(tmp_path: Path) -> None:

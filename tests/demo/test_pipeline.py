@@ -188,3 +188,22 @@ def test_without_a_round_trip_left_the_card_stays_failed(tmp_path: Path) -> None
     assert run.returncode == 1, run.output
     assert Card.load(card).state is CardState.FAILED
     assert f"{CARD}.round-2.json does not exist" in " ".join(run.output.split())
+
+
+def test_a_pipeline_records_each_runs_transcript_where_it_plays_them_back(tmp_path: Path) -> None:
+    """``--then test --record-transcript T.json``: the developer's turns in T.json, the
+    tester's in test/T.json, the layout ``--then test --transcript T.json`` plays back."""
+    from loopkit import Script
+
+    card = copy_card(tmp_path, "delete-asks-for-confirmation")
+    recorded = tmp_path / "recorded" / "delete.json"
+    recorded.parent.mkdir()
+    run = run_demo(tmp_path, card, "--then", "test", "--record-transcript", str(recorded))
+    assert run.returncode == 0, run.output
+    assert Card.load(card).state is CardState.DONE
+    for path, bundled in (
+        (recorded, bundled_transcripts()["delete-asks-for-confirmation"]),
+        (recorded.parent / "test" / "delete.json", bundled_transcripts("test")[card.stem]),
+    ):
+        played = [[c.name for c in t.calls] for t in Script.load(bundled).turns]
+        assert [[c.name for c in t.calls] for t in Script.load(path).turns] == played, path
