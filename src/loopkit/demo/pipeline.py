@@ -238,6 +238,10 @@ async def _run_durably(
     )
     console.print(first_line(config, card.path, develop.name))
     console.print(role_line(develop))
+    if card.state is not CardState.NEW:
+        console.print(
+            f"[yellow]note:[/yellow] the card is in state {card.state.value}; running it again"
+        )
     console.rule(f"{develop.name} · round 1")
     return await run_durable_demo(
         config, card, console, role=develop, repo=repo, message=message, pipeline=spec
