@@ -175,10 +175,12 @@ class Board:
 
     async def start_run(self, request: Request) -> Response:
         name = request.path_params["name"]
-        return await self._enqueue(name, self.form(request).get("role"))
+        form = self.form(request)
+        # "then": develop, then test (the pipeline): the card is Done only when the test passes.
+        return await self._enqueue(name, form.get("role"), form.get("then") or None)
 
-    async def _enqueue(self, card: str, role: str | None) -> Response:
-        return await self._queued(self.service.enqueue(card, role or None))
+    async def _enqueue(self, card: str, role: str | None, then: str | None = None) -> Response:
+        return await self._queued(self.service.enqueue(card, role or None, then=then))
 
     async def _queued(self, enqueued: Awaitable[QueuedRun]) -> Response:
         try:

@@ -83,6 +83,8 @@ __all__ = [
 
 #: The file of the chat sessions, in the data folder.
 CHATS_FILE = "chats.sqlite"
+#: The role "Test this change" runs (and that a follow-up runs only after a run ended done).
+TEST_ROLE = "test"
 
 
 def _log_warning(message: str) -> None:
@@ -340,6 +342,8 @@ class BoardService:
 
         path = self.card_path(card)
         role = role or self.default_role
+        if then is not None and then == role:
+            raise BoardError(f"then {then!r}: expected another role than the run's ({role!r})")
         try:
             Card.load(path, max_bytes=self.config.max_card_bytes)
             config = check_run(self.config, path, role)
@@ -358,20 +362,32 @@ class BoardService:
 
     async def follow_up(self, run_id: str, role: str | None = None) -> QueuedRun:
         """A run of ``run_id``'s card in ``role`` that continues in that run's repository (a
-        run that never got one, e.g. still queued, starts from a fresh copy of the app)."""
+        run that never got one, e.g. still queued, starts from a fresh copy of the app). The
+        test role goes through :meth:`test_change` (only after a run that ended done)."""
+        if role == TEST_ROLE:
+            return await self.test_change(run_id)
         record = await self.get_run(run_id)
         if record is None:
             raise BoardError(f"there is no run {run_id!r}")
         return await self.enqueue(record.card, role, repo=record.repo, parent=run_id)
 
-    async def test_change(self, run_id: str, role: str = "test") -> QueuedRun:
-        """Test what a done run changed: a ``role`` run (the tester) in its repository."""
+    async def test_change(self, run_id: str, role: str = TEST_ROLE) -> QueuedRun:
+        """Test what a done run changed: a ``role`` run (the tester) in its repository.
+        Refused (:class:`BoardError`) for a run that did not end done: a tester that passed
+        would make the card Done although its developer failed (or never finished)."""
         record = await self.get_run(run_id)
         if record is None:
             raise BoardError(f"there is no run {run_id!r}")
-        if record.state != "done" or not record.repo:
+        if record.state in ("queued", "running", "interrupted"):
             raise BoardError(
-                f"run {run_id} is {record.state}: only a run that ended done has a change to test"
+                f"run {run_id} is {record.state}: test its change once it has ended done"
+            )
+        if record.state != "done" or not record.repo:
+            why = f" ({record.reason})" if record.reason else ""
+            raise BoardError(
+                f"run {run_id} ended {record.state}{why}: only a run that ended done has a "
+                "change to test; start a follow-up develop run in its repository first (it "
+                "continues there), then test that run's change"
             )
         return await self.enqueue(record.card, role, repo=record.repo, parent=run_id)
 

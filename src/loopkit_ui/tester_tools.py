@@ -70,6 +70,8 @@ TESTER_TOOL_NAMES = (
     "write_regression_script",
     "write_test_report",
 )
+#: The verdicts :meth:`TesterTools.end` writes.
+EndStatus = Literal["passed", "failed", "error", "cancelled"]
 _SCRIPT_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
 _MAX_EVIDENCE = 20_000
 #: The run's record so far, in the report folder (see TesterTools.record_path).
@@ -138,6 +140,8 @@ class TesterTools:
         )
         #: The runner's verdict on each regression script, in order.
         self.regressions: list[dict[str, Any]] = []
+        #: The run's real verdict is in (:meth:`end`): a later stop or exit changes nothing.
+        self.ended = False
         self._load_record()
         self._lock = threading.Lock()
         self._clock = time.perf_counter()
@@ -159,6 +163,7 @@ class TesterTools:
             data = json.loads(self.record_path.read_text("utf-8"))
             result = RunResult.model_validate(data["result"])
             regressions = list(data["regressions"])
+            ended = bool(data.get("ended", False))
         except FileNotFoundError:
             return
         except (ValueError, KeyError, TypeError) as error:
@@ -166,12 +171,20 @@ class TesterTools:
                 f"{self.record_path}: not a test run's record ({error}); move it away to start "
                 "the run's record afresh"
             ) from None
-        self.result, self.regressions = result, regressions
+        if not ended and result.report is None:
+            # A durable run taken up again: what its last process said when it stopped
+            # (cancelled, failed before its report) was no verdict; it runs again.
+            result.status, result.error = "running", None
+        self.result, self.regressions, self.ended = result, regressions, ended
 
     def _save_record(self) -> None:
         """Called with the lock held, after every change of the record."""
         self.config.report_dir.mkdir(parents=True, exist_ok=True)
-        data = {"result": self.result.model_dump(mode="json"), "regressions": self.regressions}
+        data = {
+            "result": self.result.model_dump(mode="json"),
+            "regressions": self.regressions,
+            "ended": self.ended,
+        }
         temporary = self.record_path.with_suffix(".tmp")
         temporary.write_text(json.dumps(data, ensure_ascii=False), "utf-8")
         os.replace(temporary, self.record_path)  # whole or not at all, also when killed
@@ -182,20 +195,23 @@ class TesterTools:
         return Path(self.result.report) if self.result.report else None
 
     async def __aenter__(self) -> TesterTools:
-        # The run is a row of the findings database from its start (status running).
+        # The run is a row of the findings database from its start (status running), and its
+        # record is kept from then on: a durable run resumed in a new process is the same row.
         await asyncio.to_thread(self._store_locked)
         return self
 
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: object
     ) -> None:
-        """The run ended: a run still ``running`` (no report) gets its verdict now:
-        ``cancelled``, ``error`` (an exception ended it), else ``failed`` (it ended without a
-        report); :meth:`finish` may say better."""
+        """The tools close: a run still ``running`` (no report) gets a verdict now:
+        ``cancelled``, ``error`` (an exception ended it), else ``failed`` (it ended before its
+        report); :meth:`end` says better once the run's RESULT is known."""
         with self._lock:
-            if self.result.status != "running":
+            if self.result.status != "running" or self.ended:
                 return
-            if exc_type is not None and issubclass(exc_type, asyncio.CancelledError):
+            if exc_type is not None and (
+                issubclass(exc_type, asyncio.CancelledError) or _is_cancellation(exc_type)
+            ):
                 self.result.status, why = "cancelled", "the run was cancelled"
             elif exc_type is not None:
                 self.result.status, why = "error", f"{exc_type.__name__}: {exc}"
@@ -206,18 +222,38 @@ class TesterTools:
             self._save_record()
 
     def finish(self, passed: bool, reason: str | None = None) -> None:
-        """The run's real verdict (its RESULT line), once it ended: ``passed``, or ``failed``
-        with ``reason``; the row and the record say so (a report already written keeps its
-        path)."""
+        """The run's real verdict from its RESULT line, once it ended: ``passed``, or
+        ``failed`` with ``reason`` (see :meth:`end`)."""
+        self.end("passed" if passed else "failed", None if passed else reason or "the test failed")
+
+    def end(self, status: EndStatus, reason: str | None = None) -> None:
+        """The run's real verdict, once it ended: ``passed``, ``failed`` (its RESULT line),
+        ``error`` (it could not run to its end) or ``cancelled``, with ``reason``. The row and
+        the record say so (a report already written keeps its path); final, also when the run
+        is taken up again later (a durable run whose end is replayed)."""
         with self._lock:
-            self.result.status = "passed" if passed else "failed"
-            self.result.error = None if passed else (reason or "the test failed")
+            self.result.status = status
+            self.result.error = None if status == "passed" else (reason or status)
+            self.ended = True
+            self._store_run()
+            self._save_record()
+
+    def interrupted(self, reason: str) -> None:
+        """The run stopped and can be taken up again (a durable run): no verdict; the row says
+        ``running`` with ``reason`` until the resumed run ends."""
+        with self._lock:
+            if self.ended:
+                return
+            if self.result.report is None:
+                self.result.status = "running"
+            self.result.error = reason
             self._store_run()
             self._save_record()
 
     def _store_locked(self) -> None:
         with self._lock:
             self._store_run()
+            self._save_record()
 
     # ------------------------------------------------------------------ steps
 
@@ -525,6 +561,12 @@ class TesterTools:
             f"{len(failed)} failed, {len(self.result.unique_findings())} finding(s), "
             f"{len(self.regressions)} regression script(s))"
         )
+
+
+def _is_cancellation(kind: type[BaseException]) -> bool:
+    """A durable engine's cancellation (DBOS's ``DBOSWorkflowCancelledError``, raised when the
+    run was cancelled in its database), known by name: the tools do not import the engine."""
+    return any(k.__name__ == "DBOSWorkflowCancelledError" for k in kind.__mro__)
 
 
 def _one_line(what: str, text: str, limit: int) -> str:

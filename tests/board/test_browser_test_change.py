@@ -83,3 +83,44 @@ def test_develop_then_test_this_change_from_the_board(tmp_path: Path) -> None:
     finally:
         output = stop_worker(worker)
     assert output.count(": done") >= 2, output
+
+
+def test_develop_then_test_from_the_card_page(tmp_path: Path) -> None:
+    """The card page's "then test it" checkbox beside the role: one click runs the pipeline
+    (develop, then test in its repository); the card is Done only once the tester passed."""
+    card = copy_card(tmp_path / "cards")
+    worker = start_worker(tmp_path)
+    try:
+        with running_board(tmp_path) as board, playwright.sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=str(CHROMIUM), headless=True)
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            page.goto(board.url + "/login")
+            page.fill("input[name=name]", "ann")
+            page.fill("input[name=password]", PASSWORD)
+            page.click("#login")
+            page.wait_for_selector(".columns")
+            page.goto(f"{board.url}/cards/{CARD}.md")
+            page.select_option("#start-run select[name=role]", "develop")
+            page.check("#start-run input[name=then]")
+            page.click("#start-run button[type=submit]")
+            page.wait_for_selector("#run-state")
+            develop_id = page.url.split("?")[0].rsplit("/", 1)[1]
+            wait_for_state(page, "done")
+            assert "state: In Test" in card.read_text() or "state: Done" in card.read_text()
+            # The develop run names the test run the pipeline queued after it.
+            deadline = time.monotonic() + 30
+            while "then run" not in page.inner_text("#run-repo"):
+                assert time.monotonic() < deadline, page.inner_text("#run-repo")
+                time.sleep(0.3)
+                page.reload()
+            page.click("#run-repo a:last-child")
+            page.wait_for_selector("#run-state")
+            assert "role test" in page.inner_text("main")
+            wait_for_state(page, "done")
+            page.reload()
+            assert page.get_attribute("#run-repo a", "href") == f"/runs/{develop_id}"
+            assert "state: Done" in card.read_text()
+            browser.close()
+    finally:
+        output = stop_worker(worker)
+    assert output.count(": done") >= 2, output

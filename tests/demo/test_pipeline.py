@@ -49,26 +49,27 @@ def test_develop_then_test_ends_done_in_the_same_repository(tmp_path: Path) -> N
     ]
 
 
-def test_the_testers_defects_go_back_to_the_developer(tmp_path: Path) -> None:
+OVER = "A discount of 150 makes the total negative"
+
+
+def round_trip_transcripts(folder: Path) -> Path:
     """Round 1: developed and verified, but the tester fails it (a discount above 100 % makes
-    the total negative); round 2: the developer gets the defects as its message, checks again,
-    and the tester passes: the card is Done after one round trip."""
-    folder = tmp_path / "transcripts"
+    the total negative; no report); round 2: the developer gets the defects, checks again, and
+    the tester passes. Returns the first developer transcript (the others lie beside it)."""
     (folder / "test").mkdir(parents=True)
     shutil.copy(bundled_transcripts()[CARD], folder / f"{CARD}.json")
-    over = "A discount of 150 makes the total negative"
     tester_fails = [
         {"calls": [call("start_app")]},
         {"calls": [call("ui_type_text", target="DiscountInput", text="150")]},
         {"calls": [call("ui_get_text", {"contains": "Total: -125.00"}, target="TotalLabel")]},
         {
             "calls": [
-                call("record_step", description=over, passed=False, evidence="Total: -125.00"),
+                call("record_step", description=OVER, passed=False, evidence="Total: -125.00"),
                 call(
                     "record_finding",
                     kind="defect",
                     title="Negative total",
-                    summary=f"{over} (Total: -125.00).",
+                    summary=f"{OVER} (Total: -125.00).",
                 ),
                 call("stop_app"),
             ]
@@ -119,16 +120,39 @@ def test_the_testers_defects_go_back_to_the_developer(tmp_path: Path) -> None:
         (folder / "test" / f"{CARD}.round-2.json", tester_passes),
     ):
         path.write_text(json.dumps({"turns": turns}), encoding="utf-8")
+    return folder / f"{CARD}.json"
+
+
+def findings_rows(run: DemoRun) -> list[tuple[str, str | None]]:
+    """The test runs' rows in the findings database: (status, error), oldest first."""
+    from loopkit_ui.scripts import ResultStore
+
+    rows = ResultStore(run.runs_dir / "results.sqlite").runs()
+    return [(r["status"], r["error"]) for r in rows if r["script"].startswith("agent test run")]
+
+
+@pytest.mark.parametrize("durable", [False, True], ids=["in-process", "durable"])
+def test_the_testers_defects_go_back_to_the_developer(tmp_path: Path, durable: bool) -> None:
+    """One round trip: the developer gets the tester's defects as its next message, and the
+    card's state says where the pipeline is at every step (In Work → In Test → In Work →
+    In Test → Done), never Failed in between. With ``--durable`` the same pipeline runs as the
+    queue's (each run a durable workflow), in the demo's own process."""
+    if durable:
+        pytest.importorskip("dbos")
+    first = round_trip_transcripts(tmp_path / "transcripts")
     card = copy_card(tmp_path, CARD)
     run = run_demo(
-        tmp_path, card, "--then", "test", "--round-trips", "1",
-        "--transcript", str(folder / f"{CARD}.json"),
+        tmp_path, card, "--then", "test", "--round-trips", "1", "--transcript", str(first),
+        *(["--durable"] if durable else []),
     )  # fmt: skip
     assert run.returncode == 0, run.output
+    assert "Pipeline: develop → test passed in round 2; the card is Done." in run.output
     assert Card.load(card).state is CardState.DONE
     runs = logs(run)
     assert [r[0]["data"]["role"] for r in runs] == ["develop", "test", "develop", "test"]
-    assert [r[-1]["data"]["card_state"] for r in runs] == ["In Test", "Failed", "In Test", "Done"]
+    # The failing tester leaves the card In Work for the developer's next round: no Failed.
+    assert [r[-1]["data"]["card_state"] for r in runs] == ["In Test", "In Work", "In Test", "Done"]
+    assert "note: the card is in state" not in run.output
     # Each run names its repository (one for all) and the run it follows.
     starts = [r[0] for r in runs]
     assert len({s["data"]["repo"] for s in starts}) == 1
@@ -138,11 +162,14 @@ def test_the_testers_defects_go_back_to_the_developer(tmp_path: Path) -> None:
     message = runs[2][0]["data"]["message"]
     assert message.startswith("THE TESTER FOUND DEFECTS")
     assert "The test run of round 1 failed: a discount above 100 is accepted" in message
-    assert f"- failed check: {over} (saw: Total: -125.00)" in message
-    assert f"(defect): {over} (Total: -125.00)." in message
+    assert f"- failed check: {OVER} (saw: Total: -125.00)" in message
+    assert f"(defect): {OVER} (Total: -125.00)." in message
     # Every run worked in the develop run's repository: one history.
     assert run.git("log", "-1", "--format=%s").startswith("card: The total should subtract")
     assert runs[2][-1]["data"]["verified_by_replay"] is True
+    # Each test run's findings row ends with its run's real verdict (RESULT line), not what
+    # the tools knew when they closed ("the run ended before its report").
+    assert findings_rows(run) == [("failed", "a discount above 100 is accepted"), ("passed", None)]
 
 
 def test_without_a_round_trip_left_the_card_stays_failed(tmp_path: Path) -> None:
@@ -161,3 +188,22 @@ def test_without_a_round_trip_left_the_card_stays_failed(tmp_path: Path) -> None
     assert run.returncode == 1, run.output
     assert Card.load(card).state is CardState.FAILED
     assert f"{CARD}.round-2.json does not exist" in " ".join(run.output.split())
+
+
+def test_a_pipeline_records_each_runs_transcript_where_it_plays_them_back(tmp_path: Path) -> None:
+    """``--then test --record-transcript T.json``: the developer's turns in T.json, the
+    tester's in test/T.json, the layout ``--then test --transcript T.json`` plays back."""
+    from loopkit import Script
+
+    card = copy_card(tmp_path, "delete-asks-for-confirmation")
+    recorded = tmp_path / "recorded" / "delete.json"
+    recorded.parent.mkdir()
+    run = run_demo(tmp_path, card, "--then", "test", "--record-transcript", str(recorded))
+    assert run.returncode == 0, run.output
+    assert Card.load(card).state is CardState.DONE
+    for path, bundled in (
+        (recorded, bundled_transcripts()["delete-asks-for-confirmation"]),
+        (recorded.parent / "test" / "delete.json", bundled_transcripts("test")[card.stem]),
+    ):
+        played = [[c.name for c in t.calls] for t in Script.load(bundled).turns]
+        assert [[c.name for c in t.calls] for t in Script.load(path).turns] == played, path

@@ -177,3 +177,35 @@ def test_a_good_run_is_verified_by_replay(tmp_path: Path) -> None:
         "[C3] assert TotalLabel.text equals 'Total: 200.00'",
     ]
     assert script["app"]["cwd"].endswith("/replay/code")
+
+
+def test_evidence_with_nothing_to_replay_is_said_to_be_checked_live_only(tmp_path: Path) -> None:
+    """C3's only evidence is a window list (a live check with no script step): it counts, and
+    the summary, the run log's ``verification`` line and the replay's HTML report all say that
+    it was checked live only, not replayed."""
+    turns = bundled()
+    at = index(turns, "record_evidence")
+    windows = {
+        "name": "ui_list_windows",
+        "id": "windows",
+        "arguments": {},
+        "expect": {"error": False, "contains": ["Invoice Editor"]},
+    }
+    turns.insert(at, {"calls": [windows]})
+    for record in turns[at + 1]["calls"]:
+        if record["arguments"]["criterion"] == "C3":
+            record["arguments"]["calls"] = ["windows"]
+    run = play(tmp_path, turns)
+    assert run.returncode == 0, run.output
+    text = " ".join(run.output.split())
+    assert "verified by replay" in text and "checked live only (nothing to replay): C3" in text
+    events = run.events()
+    line = next(e["data"] for e in events if e["type"] == "verification")
+    assert line["status"] == "verified"
+    assert line["criteria"] == ["C1", "C2"] and line["live_only"] == {"C3": ["windows"]}
+    assert line["line"].endswith("; checked live only (nothing to replay): C3"), line["line"]
+    assert events[-1]["data"]["replay"]["live_only"] == {"C3": ["windows"]}
+    html = Path(line["report"]).read_text(encoding="utf-8")
+    assert "C3 checked live only, not replayed (nothing to replay in ui_list_windows windows)" in (
+        html
+    )

@@ -87,3 +87,48 @@ def test_test_in_a_runs_thread_tests_that_runs_repository(
     assert Card.load(card).state is CardState.DONE
     posts = [c.args["text"] for c in slack.posts(ts)]
     assert any("`record_step`" in p for p in posts)  # the tester's progress, in the thread
+
+
+@pytest.mark.integration
+@pytest.mark.ui
+def test_test_in_a_failed_runs_thread_is_refused_with_what_to_do(
+    tmp_path: Path, slack: FakeSlack, start_bot
+) -> None:
+    """A run that ended failed has no change to test (a tester that passed would make the card
+    Done although its developer failed): the thread says so and what to do; nothing is queued."""
+    card = copy_card(tmp_path, "delete-asks-for-confirmation")
+    fails = tmp_path / "fails.json"
+    fails.write_text(json.dumps({"turns": [{"text": "RESULT: failed: the fix did not work"}]}))
+    start_bot(LOOPKIT_TRANSCRIPT=str(fails))
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "loopkit.worker", "--name", "desk", "--max-runs", "1"],
+        cwd=ROOT,
+        env=bot_env(tmp_path),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        ts = slack.send_message(ALLOWED, f"{ROLE} {card}")
+        slack.wait_post(ts, "RESULT: failed", timeout=240)
+    finally:
+        out, _ = worker.communicate(timeout=120)  # it stops once the run has ended
+    assert worker.returncode == 0, out
+    slack.send_message(ALLOWED, "test this change", thread_ts=ts)
+    refused = slack.wait_post(ts, "I cannot start that")
+    text = " ".join(refused.args["text"].split())
+    assert (
+        "ended failed (the fix did not work): only a run that ended done has a change to test"
+        in text
+    )
+    assert "start a follow-up develop run in its repository first" in text
+    listed = subprocess.run(
+        [sys.executable, "-m", "loopkit.runs", "list", "--json"],
+        cwd=ROOT,
+        env=bot_env(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    ).stdout.splitlines()
+    assert [json.loads(line)["role"] for line in listed] == [ROLE]  # no test run was queued
+    assert Card.load(card).state is CardState.FAILED

@@ -152,3 +152,39 @@ def test_cropping_keeps_a_screenshot_that_is_all_window(tmp_path: Path) -> None:
     crop_to_windows(path)
     with Image.open(path) as image:
         assert image.size == (640, 600)
+
+
+def test_a_run_taken_up_in_a_new_process_is_the_same_row(tmp_path: Path) -> None:
+    """A durable test run resumed in a new process: its tools there read the record the first
+    process kept from its start, so the run is one row; what the first process wrote when it
+    stopped (no verdict yet) is ``running`` again, and only the run's end is final."""
+    first = make_tools(tmp_path)
+    asyncio.run(first.__aenter__())
+    assert make_tools(tmp_path).result.run_id == first.result.run_id  # killed here: one row
+    with pytest.raises(asyncio.CancelledError):  # stopped: the tools' exit says cancelled
+        asyncio.run(run_through(first, asyncio.CancelledError()))
+    assert [r[0] for r in rows(tmp_path)] == ["cancelled"]
+    first.interrupted("interrupted: it goes on when resumed")
+    assert [(r[0], r[2]) for r in rows(tmp_path)] == [
+        ("running", "interrupted: it goes on when resumed")
+    ]
+    second = make_tools(tmp_path)  # the resumed run's process
+    assert second.result.run_id == first.result.run_id
+    assert (second.result.status, second.result.error) == ("running", None)
+    asyncio.run(run_through(second, None))  # the tools close before the run's verdict
+    second.end("error", "RuntimeError: the UI server died")
+    third = make_tools(tmp_path)  # its end replayed once more: the verdict stays
+    with pytest.raises(asyncio.CancelledError):
+        asyncio.run(run_through(third, asyncio.CancelledError()))
+    third.interrupted("interrupted again")
+    assert [(r[0], r[2]) for r in rows(tmp_path)] == [("error", "RuntimeError: the UI server died")]
+
+
+class DBOSWorkflowCancelledError(Exception):
+    """Named as DBOS's (the tools know it by name: they do not import the engine)."""
+
+
+def test_a_durable_engines_cancel_is_a_cancel(tmp_path: Path) -> None:
+    with pytest.raises(DBOSWorkflowCancelledError):
+        asyncio.run(run_through(make_tools(tmp_path), DBOSWorkflowCancelledError("cancelled")))
+    assert [(r[0], r[2]) for r in rows(tmp_path)] == [("cancelled", "the run was cancelled")]

@@ -55,6 +55,7 @@ __all__ = [
     "PreparedRun",
     "finish_card_run",
     "get_card_run",
+    "is_cancel",
     "list_card_runs",
 ]
 
@@ -242,7 +243,7 @@ class DurableCardRunner(CardRunner):
             answer = await self._answer(card, logs)
             result = self._judge(answer)
         except BaseException as e:
-            if _is_cancel(e, durable):
+            if is_cancel(e, durable):
                 self._honour_cancel(card, logs, None, write_state)
                 raise
             if isinstance(e, asyncio.CancelledError):
@@ -267,13 +268,14 @@ class DurableCardRunner(CardRunner):
                     self.log,
                     write_state=write_state,
                     done_state=self.done_state,
+                    failed_state=self.failed_state,
                     **self.result_details(answer),
                 )
             )
         try:
             ended = await _whole(finishing)
         except BaseException as e:
-            if _is_cancel(e, durable):  # it came before the end's checkpoint began
+            if is_cancel(e, durable):  # it came before the end's checkpoint began
                 self._honour_cancel(card, logs, result, write_state)
             raise
         run = logs[0].run if logs else None
@@ -319,9 +321,10 @@ def _in_run(logs: list[_CardRunLog]) -> Any:
     return run_scope(run) if run is not None else nullcontext()
 
 
-def _is_cancel(error: BaseException, durable: DurableRun | None) -> bool:
-    """The run was cancelled: DBOS refused a checkpoint of a cancelled workflow, or the worker
-    stopped the task of a run it saw cancelled."""
+def is_cancel(error: BaseException, durable: DurableRun | None) -> bool:
+    """Whether ``error`` ending a durable card run (``durable``) is its cancel, not a stop
+    that leaves it to be resumed: DBOS refused a checkpoint of a cancelled workflow, or the
+    worker stopped the task of a run it saw cancelled."""
     if type(error).__name__ == "DBOSWorkflowCancelledError":
         return True
     return isinstance(error, asyncio.CancelledError) and durable is not None and durable.cancelled
@@ -349,16 +352,18 @@ async def finish_card_run(
     *,
     write_state: bool = True,
     done_state: CardState = CardState.DONE,
+    failed_state: CardState = CardState.FAILED,
     **details: Any,
 ) -> dict[str, Any]:
     """The end of a durable card run, as a checkpoint (once, ever): the card's new state,
     written into the file as it is now (an edit made while the run was interrupted stays), and
     the ``result`` line; returns ``{"card_state", "totals", "status", "reason"}``. Call it in
     the run's scope so the line belongs to the run. ``done_state``: the card's state after a
-    success (Done; In Test when a test run follows)."""
+    success (Done; In Test when a test run follows); ``failed_state`` after a failure (Failed;
+    In Work when the pipeline sends the tester's defects back to the developer)."""
 
     def finish() -> dict[str, Any]:
-        state = done_state if result.done else CardState.FAILED
+        state = done_state if result.done else failed_state
         if write_state and card.path is not None:
             try:
                 Card.load(card.path).save_state(state)
@@ -407,6 +412,9 @@ class CardRunRecord:
     #: The run it follows (a test run's develop run), and the run queued after it.
     parent: str | None = None
     next_run: str | None = None
+    #: The develop → test pipeline this run is a step of (``develop``, ``then``, ``round``,
+    #: ``round_trips``), if any.
+    pipeline: dict[str, Any] | None = None
 
     @property
     def tokens(self) -> int:
@@ -495,6 +503,9 @@ async def _card_record(runtime: DurableRuntime, run: RunRecord) -> CardRunRecord
         or (prepared.repo if prepared is not None else request.repo),
         parent=request.parent,
         next_run=result.next_run if result is not None else None,
+        pipeline=None
+        if request.pipeline is None
+        else request.pipeline.model_dump(exclude={"transcript"}),
     )
 
 

@@ -80,11 +80,17 @@ def deduplication_id(request: CardRunRequest) -> str:
 
 
 async def enqueue_card_run(
-    runtime: DurableRuntime, request: CardRunRequest, *, run_id: str | None = None
+    runtime: DurableRuntime,
+    request: CardRunRequest,
+    *,
+    run_id: str | None = None,
+    queue: str = CARD_QUEUE,
 ) -> EnqueuedRun:
     """Put a card run on the queue (``runtime`` started; it need not listen to the queue).
     A card that already has a queued or running run is not queued twice: that run is
-    returned (``created`` False)."""
+    returned (``created`` False). ``queue``: the workers' card queue, or the runtime's own
+    (:meth:`~loopkit.durable.runtime.DurableRuntime.own_queue`: a demo's pipeline runs its
+    next run itself)."""
     from dbos import DBOS
 
     from loopkit.run_context import new_run_id
@@ -94,7 +100,7 @@ async def enqueue_card_run(
     handle = await DBOS.enqueue_workflow_with_options_async(
         {
             "workflow_name": CARD_RUN_WORKFLOW,
-            "queue_name": CARD_QUEUE,
+            "queue_name": queue,
             "workflow_id": wanted,
             "deduplication_id": deduplication_id(request),
             "duplication_policy": "return-existing",

@@ -133,7 +133,9 @@ class CardRunner:
     Verification`): ``record_evidence`` is offered, a ``RESULT: done`` is accepted only with
     fresh evidence for every criterion (answered once when it is missing) and a replay that
     passes. ``start_state`` is the card's state while the run runs (In Work; a test run's In
-    Test), ``done_state`` its state after a success (Done; In Test when a test run follows).
+    Test), ``done_state`` its state after a success (Done; In Test when a test run follows),
+    ``failed_state`` after a run that ends failed (Failed; In Work when a pipeline sends the
+    tester's defects back to the developer). An interrupted run always leaves the card Failed.
     """
 
     def __init__(
@@ -156,6 +158,7 @@ class CardRunner:
         verification: Verification | None = None,
         start_state: CardState = CardState.IN_WORK,
         done_state: CardState = CardState.DONE,
+        failed_state: CardState = CardState.FAILED,
     ) -> None:
         self.model = model
         self.instructions = instructions
@@ -174,6 +177,7 @@ class CardRunner:
         self.verification = verification
         self.start_state = start_state
         self.done_state = done_state
+        self.failed_state = failed_state
 
     def prompt(self, card: Card) -> str:
         """The user's message of a run: the card, its acceptance criteria by id (C1, C2, ...),
@@ -353,7 +357,7 @@ class CardRunner:
             result = self._failed(str(e))
         except asyncio.CancelledError:
             result = self._failed("the run was interrupted")
-            self._finish(card, result, write_state, logs[0] if logs else None)
+            self._finish(card, result, write_state, logs[0] if logs else None, interrupted=True)
             raise
         except (LoopkitError, OSError, ValueError) as e:
             result = self._failed(f"{type(e).__name__}: {e}")
@@ -395,10 +399,12 @@ class CardRunner:
         write_state: bool,
         logged: _CardRunLog | None,
         details: dict[str, Any] | None = None,
+        *,
+        interrupted: bool = False,
     ) -> tuple[Card, dict[str, Any]]:
         """The card's new state written, and the ``result`` line, in the run when it started."""
         run = logged.run if logged is not None else None
-        state = self.done_state if result.done else CardState.FAILED
+        state = self.ended_state(result, interrupted=interrupted)
         with run_scope(run) if run is not None else nullcontext():
             if write_state and card.path is not None:
                 try:
@@ -407,6 +413,13 @@ class CardRunner:
                     self.log.error(f"could not write the card state: {e}")
             self.log.result(result.status, result.reason, card_state=state.value, **(details or {}))
             return card, self.log.totals()
+
+    def ended_state(self, result: RunResult, *, interrupted: bool = False) -> CardState:
+        """The card's state once a run ended with ``result``: ``done_state`` after a success,
+        ``failed_state`` after a failure, Failed after an interruption."""
+        if result.done:
+            return self.done_state
+        return CardState.FAILED if interrupted else self.failed_state
 
     @staticmethod
     def _check_unique(tools: list[Tool]) -> None:

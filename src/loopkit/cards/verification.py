@@ -40,6 +40,9 @@ class ReplayOutcome(BaseModel):
     #: Steps run, and the criteria whose evidence the script's steps replayed.
     steps: int = 0
     criteria: list[str] = Field(default_factory=list)
+    #: The criteria whose evidence has no replayable step (e.g. ``ui_missing_ids``): checked
+    #: live only, each with the calls that showed it.
+    live_only: dict[str, list[str]] = Field(default_factory=dict)
     #: One line per failed step, naming the criterion it replays when it does.
     failures: list[str] = Field(default_factory=list)
     report: str | None = None
@@ -49,9 +52,14 @@ class ReplayOutcome(BaseModel):
         """``verified by replay: 14 steps (C1, C2, C3) on a fresh app ...`` or what failed."""
         if self.passed:
             covered = f" ({', '.join(self.criteria)})" if self.criteria else ""
+            live = (
+                f"; checked live only (nothing to replay): {', '.join(sorted(self.live_only))}"
+                if self.live_only
+                else ""
+            )
             return (
                 f"verified by replay: {self.steps} steps{covered} passed on a fresh app of the "
-                f"committed code in {self.seconds:.1f} s ({self.script})"
+                f"committed code in {self.seconds:.1f} s ({self.script}){live}"
             )
         first = self.failures[0] if self.failures else "it did not run"
         return f"the regression script failed on replay: {first}"
@@ -139,7 +147,9 @@ class Verification:
         parts = []
         if self.replayed is not None:
             parts.append(self.replayed.line())
-            live = [c for c in by["verified"] if c not in self.replayed.criteria]
+            # Besides those the replay names as checked live only (its line says so).
+            shown = [*self.replayed.criteria, *self.replayed.live_only]
+            live = [c for c in by["verified"] if c not in shown]
             if live and self.replayed.passed:
                 parts.append(f"checked live only (nothing to replay): {', '.join(live)}")
         elif by["verified"]:

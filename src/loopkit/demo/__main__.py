@@ -92,7 +92,8 @@ examples:
   python -m loopkit.demo CARD.md --config examples/configs/claude.toml   (ANTHROPIC_API_KEY set)
   python -m loopkit.demo CARD.md --model openai/gpt-5                    (OPENAI_API_KEY set)
   python -m loopkit.demo CARD.md --then test   develop, then test in the same repository on a fresh
-                                               app; Done only when the test passes (docs/cards.md)
+                                               app; Done only when the test passes (docs/cards.md;
+                                               also with --durable, or --record-transcript PATH)
   python -m loopkit.demo CARD.md --durable     a run that survives being killed (the durable extra)
   python -m loopkit.demo --resume              list the interrupted durable runs
   python -m loopkit.demo --resume ID           resume one (or: --resume all)
@@ -200,11 +201,6 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         parser.error("the card file is required (or --resume to list interrupted runs)")
     if args.durable and args.record_transcript is not None:
         parser.error("--record-transcript does not work with --durable yet; record without it")
-    if args.then is not None and (args.durable or args.record_transcript is not None):
-        parser.error(
-            "--then does not work with --durable or --record-transcript yet; for a durable "
-            "develop → test pipeline use python -m loopkit.runs enqueue CARD.md --then test"
-        )
     if args.round_trips is not None and args.then is None:
         parser.error("--round-trips goes with --then ROLE")
     return args

@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -36,12 +36,16 @@ from loopkit.cards.durable import (
     CardRunRecord,
     CardRunRequest,
     CardRunResult,
+    PipelineSpec,
     PreparedRun,
     finish_card_run,
     get_card_run,
+    is_cancel,
     list_card_runs,
 )
 from loopkit.cards.roles import Role
+from loopkit.cards.runner import CardRunOutcome
+from loopkit.demo.pipeline import defects_go_back
 from loopkit.demo.progress import LiveProgress, summary_table
 from loopkit.demo.role_tools import find_role, take_message
 from loopkit.demo.run import (
@@ -53,8 +57,16 @@ from loopkit.demo.run import (
     role_memory,
     transcript_for,
 )
+from loopkit.demo.tester import end_test_run, tester_tools
 from loopkit.demo.workspace import ScratchRepo, create_scratch_repo, open_scratch_repo
-from loopkit.durable.run import DEFAULT_NOTICE, current_durable_run, durable_step, durable_workflow
+from loopkit.durable.run import (
+    DEFAULT_NOTICE,
+    DurableRun,
+    active_runs,
+    current_durable_run,
+    durable_step,
+    durable_workflow,
+)
 from loopkit.durable.run_log import DurableRunLog
 from loopkit.durable.runtime import (
     DEFAULT_DATABASE_FILE,
@@ -62,6 +74,7 @@ from loopkit.durable.runtime import (
     database_url,
     process_executor_id,
 )
+from loopkit.errors import CardError
 from loopkit.middleware.delegating import DelegatingChatClient
 from loopkit.middleware.run_log import RunLog
 from loopkit.providers.scripted import ScriptedChatClient
@@ -195,26 +208,40 @@ async def card_run_workflow(request: dict[str, Any]) -> dict[str, Any]:
     # A process stopped by a signal wrote `interrupted` itself; only a killed one could not.
     durable.interrupted_logged = _last_line_type(log_path) == "interrupted"
     verification: str | None = None
+    tester: Any = None
     with DurableRunLog(log_path) as log:
         durable.on_event = lambda kind, data: log.write(kind, **data)
         try:
             role = find_role(config, req.role)
             played = transcript_for(config, card_path, role.name) if config.scripted else None
+            tools = local_tools(config, scratch, role)
+            if role.has("tester"):
+                # Made here, not by card_runner: the findings row gets the run's real verdict.
+                tester = tester_tools(
+                    config, scratch, tools, card.title, run_log=log_path, criteria=card.criteria
+                )
             tested_next = req.pipeline is not None and req.role == req.pipeline.develop
             runner = card_runner(
-                config, make_model(config, card_path, role.name),
-                local_tools(config, scratch, role), scratch, log, role=role,
-                memory=role_memory(config, scratch), message=prepared.message, durable=True,
-                transcript=played, card=card,
+                config, make_model(config, card_path, role.name), tools, scratch, log,
+                role=role, memory=role_memory(config, scratch), message=prepared.message,
+                durable=True, transcript=played, card=card, tester=tester, parent=req.parent,
                 done_state=CardState.IN_TEST if tested_next else CardState.DONE,
+                # A tester whose defects go back to the developer leaves the card In Work.
+                failed_state=CardState.IN_WORK if defects_go_back(req) else CardState.FAILED,
             )  # fmt: skip
         except Exception as e:  # the settings do not work in this process (a key, a module)
             result = RunResult(status="failed", reason=f"{type(e).__name__}: {e}")
             ended = await finish_card_run(card, result, log)
             totals, card_state = ended["totals"], ended["card_state"]
+            end_test_run(tester, CardRunOutcome(result=result, card=None))
         else:
-            with _shown(durable.workflow_id, log, config):
-                outcome = await runner.run(card)
+            try:
+                with _shown(durable.workflow_id, log, config):
+                    outcome = await runner.run(card)
+            except BaseException as e:
+                _test_run_stopped(tester, e, durable)
+                raise
+            end_test_run(tester, outcome)  # the findings row: the real verdict, also resumed
             result, totals = outcome.result, outcome.totals
             card_state = outcome.card.state.value if outcome.card else CardState.FAILED.value
             if outcome.verification is not None:
@@ -226,6 +253,9 @@ async def card_run_workflow(request: dict[str, Any]) -> dict[str, Any]:
         # call, recorded by DBOS, with an id derived from this run's: queued once, also when
         # this run is resumed.
         next_run = await _queue_next(req, result, scratch, durable.workflow_id)
+        if next_run is None and card_state in (CardState.IN_WORK.value, CardState.IN_TEST.value):
+            # The pipeline cannot go on (its next run cannot be set up here): it ends, Failed.
+            card_state = _fail_card(card_path, card_state)
     return CardRunResult(
         status=result.status,
         reason=result.reason,
@@ -240,21 +270,50 @@ async def card_run_workflow(request: dict[str, Any]) -> dict[str, Any]:
     ).model_dump(mode="json")
 
 
+def _test_run_stopped(tester: Any, error: BaseException, durable: DurableRun) -> None:
+    """A durable test run ended by ``error`` before its end: cancelled, its findings row says
+    so; stopped (it is resumed later), the row stays ``running`` and says why."""
+    if tester is None:
+        return
+    if is_cancel(error, durable):
+        end_test_run(tester, None, cancelled=True)
+    elif isinstance(error, asyncio.CancelledError):
+        stopped = getattr(tester, "interrupted", None)
+        if stopped is not None:
+            stopped("interrupted: the durable run stopped before its end; it goes on when resumed")
+
+
+def _fail_card(card_path: Path, state: str) -> str:
+    try:
+        return Card.load(card_path).save_state(CardState.FAILED).state.value
+    except (CardError, OSError):
+        return state
+
+
 async def _queue_next(
     request: CardRunRequest, result: RunResult, scratch: ScratchRepo, run_id: str
 ) -> str | None:
     """The pipeline's next run queued (its id), or None when the pipeline ends here: the card
-    stays as the run left it (Done after a tester that passed, Failed otherwise)."""
-    from loopkit.cards.queue import enqueue_card_run
+    stays as the run left it (Done after a tester that passed, Failed otherwise). A worker
+    queues it on the card queue (any worker takes it); a demo process on its own queue, so
+    that it runs the whole pipeline itself."""
+    from loopkit.cards.queue import CARD_QUEUE, enqueue_card_run
     from loopkit.demo.pipeline import next_request, next_run_id
 
     follow = next_request(request, result, scratch.repo, scratch.run_dir, run_id)
     if follow is None:
         return None
-    runtime = DurableRuntime._running  # the worker's (a pipeline runs on the queue)
+    runtime = DurableRuntime._running  # the worker's, or the demo's
     if runtime is None:
         return None
-    queued = await enqueue_card_run(runtime, follow, run_id=next_run_id(run_id, follow))
+    queue = CARD_QUEUE
+    if runtime.listen is not None and CARD_QUEUE not in runtime.listen:
+        queue = await runtime.own_queue()
+    next_id = next_run_id(run_id, follow)
+    console = _WATCHED.get(run_id)
+    if console is not None:
+        _WATCHED[next_id] = console  # the demo shows the next run's progress too
+    queued = await enqueue_card_run(runtime, follow, run_id=next_id, queue=queue)
     return queued.run_id
 
 
@@ -289,9 +348,12 @@ async def run_durable_demo(
     role: Role | None = None,
     repo: Path | None = None,
     message: str | None = None,
+    pipeline: PipelineSpec | None = None,
 ) -> int:
     """Run ``card`` (in ``role``, default develop) as a durable workflow in this process;
-    returns the exit status (130 when interrupted: the run can be resumed)."""
+    returns the exit status (130 when interrupted: the run can be resumed). ``pipeline``: the
+    first run of a develop → test pipeline; the runs it queues after it (on this process's own
+    queue, as a worker's go on the card queue) run here too, one after the other."""
     from dbos import SetWorkflowID
 
     from loopkit.run_context import new_run_id
@@ -303,6 +365,7 @@ async def run_durable_demo(
         config=config,
         repo=repo,
         message=message,
+        pipeline=pipeline,
     )
     run_id = new_run_id()
     runtime = runtime_for(config)
@@ -310,12 +373,15 @@ async def run_durable_demo(
         f"[bold]Durable run[/bold] {run_id}: checkpoints in {escape(_where(runtime))}; if it "
         f"is interrupted, resume it with: {_resume_hint(run_id)}"
     )
-    async with runtime:
+    async with runtime, _honouring_cancels(runtime):
         _WATCHED[run_id] = console
         try:
             with SetWorkflowID(run_id):
                 output = await card_run_workflow(request.model_dump(mode="json"))
         except asyncio.CancelledError:
+            record = await get_card_run(runtime, run_id)
+            if record is not None and record.state == "cancelled":
+                return await _cancelled(runtime, run_id, console)  # loopkit.runs cancel
             console.print(
                 f"[yellow]interrupted:[/yellow] the card stays In Work; resume the run with: "
                 f"{_resume_hint(run_id)}"
@@ -324,17 +390,106 @@ async def run_durable_demo(
         except BaseException as e:
             if "Cancelled" not in type(e).__name__:  # DBOS's: cancelled (loopkit.runs cancel)
                 raise
-            record = await get_card_run(runtime, run_id)
-            state = record.state if record is not None else "cancelled"
-            if state == "cancelled":
-                console.print(f"[red]cancelled:[/red] run {run_id} was cancelled; card Failed")
-                return EXIT_FAILED
-            # Cancelled once its end had begun: refused, it ended as its log says.
-            console.print(f"run {run_id}: the cancel came after its end; it is {state}")
-            return EXIT_DONE if state == "done" else EXIT_FAILED
+            return await _cancelled(runtime, run_id, console)
         finally:
             _WATCHED.pop(run_id, None)
-    return _summary(console, CardRunResult.model_validate(output))
+        return await _follow(runtime, request, CardRunResult.model_validate(output), console)
+
+
+@contextlib.asynccontextmanager
+async def _honouring_cancels(runtime: DurableRuntime) -> AsyncIterator[None]:
+    """A run of this process cancelled in the database (``python -m loopkit.runs cancel``, the
+    board) stops within half a second and ends cancelled (card Failed, ``cancelled`` and
+    ``result`` lines), as a worker's run does; without it the run would only learn of the
+    cancel when DBOS refuses its next checkpoint, with nobody left to write its end."""
+    stopped: set[str] = set()
+
+    async def watch() -> None:
+        while True:
+            await asyncio.sleep(0.5)
+            for run_id, durable in active_runs().items():
+                if run_id in stopped:
+                    continue
+                with contextlib.suppress(Exception):  # the database away: the next round
+                    found = await runtime.get_run(run_id)
+                    if found is not None and found.status == "CANCELLED":
+                        stopped.add(run_id)
+                        durable.interrupt(cancelled=True)
+
+    watching = asyncio.create_task(watch())
+    try:
+        yield
+    finally:
+        watching.cancel()
+        await asyncio.wait({watching})
+
+
+async def _cancelled(runtime: DurableRuntime, run_id: str, console: Console) -> int:
+    record = await get_card_run(runtime, run_id)
+    state = record.state if record is not None else "cancelled"
+    if state == "cancelled":
+        console.print(f"[red]cancelled:[/red] run {run_id} was cancelled; card Failed")
+        return EXIT_FAILED
+    # Cancelled once its end had begun: refused, it ended as its log says.
+    console.print(f"run {run_id}: the cancel came after its end; it is {state}")
+    return EXIT_DONE if state == "done" else EXIT_FAILED
+
+
+async def _follow(
+    runtime: DurableRuntime, request: CardRunRequest, ended: CardRunResult, console: Console
+) -> int:
+    """The summary of a durable run that ended, then of each run its pipeline queued after it
+    on this process's own queue (they run here, shown as they run); the exit status: 0 only
+    when the pipeline's tester passed (or, without a pipeline, the run is done)."""
+    status = _summary(console, ended)
+    spec = request.pipeline
+    while ended.next_run is not None:
+        run_id = ended.next_run
+        record = await runtime.get_run(run_id)
+        if record is None:
+            break
+        request = CardRunRequest.model_validate(record.inputs["args"][0])
+        round_no = request.pipeline.round if request.pipeline is not None else 1
+        console.rule(f"{request.role} · round {round_no} · run {run_id} · in {request.repo}")
+        _WATCHED[run_id] = console
+        try:
+            finished = await runtime.wait(run_id)
+        except asyncio.CancelledError:
+            console.print(
+                f"[yellow]interrupted:[/yellow] the pipeline's run {run_id} can be resumed with: "
+                f"{_resume_hint(run_id)} (the pipeline goes on from there)"
+            )
+            return EXIT_INTERRUPTED
+        finally:
+            _WATCHED.pop(run_id, None)
+        if finished is None or not isinstance(finished.output, dict):
+            if finished is not None and finished.state == "cancelled":
+                return await _cancelled(runtime, run_id, console)
+            why = finished.error if finished is not None and finished.error else "it did not end"
+            console.print(f"[red]error:[/red] run {run_id}: {escape(why)}")
+            return EXIT_FAILED
+        ended = CardRunResult.model_validate(finished.output)
+        status = _summary(console, ended)
+    if spec is None:
+        return status
+    round_no = request.pipeline.round if request.pipeline is not None else 1
+    if request.role == spec.then and ended.done:
+        console.print(
+            f"[bold green]Pipeline:[/bold green] {spec.develop} → {spec.then} passed in round "
+            f"{round_no}; the card is Done."
+        )
+        return EXIT_DONE
+    if request.role == spec.then:
+        console.print(
+            f"[red]Pipeline:[/red] {spec.then} still fails after {spec.round_trips} round "
+            "trip(s); the card stays Failed."
+        )
+    elif ended.done:
+        console.print(
+            f"[red]Pipeline:[/red] {spec.then} could not be queued after {spec.develop}; the card "
+            "is Failed."
+        )
+    return EXIT_FAILED
 
 
 def _where(runtime: DurableRuntime) -> str:
@@ -381,7 +536,7 @@ async def resume_demo_runs(config: RunnerConfig, which: str | None, console: Con
     """``--resume``: list the interrupted card runs (``which`` None), or resume one by id (or
     an unambiguous start of it), or ``all`` of them one after the other."""
     runtime = runtime_for(config)
-    async with runtime:
+    async with runtime, _honouring_cancels(runtime):
         interrupted = await list_card_runs(runtime, state="interrupted")
         if which is None:
             if not interrupted:
@@ -431,21 +586,23 @@ async def _resume_one(runtime: DurableRuntime, record: CardRunRecord, console: C
     )
     _WATCHED[record.run_id] = console
     try:
-        await runtime.resume(record.run_id)
-        ended = await runtime.wait(record.run_id)
-    except asyncio.CancelledError:
-        console.print(
-            f"[yellow]interrupted:[/yellow] the card stays In Work; resume the run with: "
-            f"{_resume_hint(record.run_id)}"
-        )
-        return EXIT_INTERRUPTED
+        try:
+            await runtime.resume(record.run_id)
+            ended = await runtime.wait(record.run_id)
+        except asyncio.CancelledError:
+            console.print(
+                f"[yellow]interrupted:[/yellow] the card stays In Work; resume the run with: "
+                f"{_resume_hint(record.run_id)}"
+            )
+            return EXIT_INTERRUPTED
+        if ended is None or not isinstance(ended.output, dict):
+            why = ended.error if ended is not None and ended.error else "it did not finish"
+            console.print(f"[red]error:[/red] run {record.run_id}: {escape(why)}")
+            return EXIT_FAILED
+        # A pipeline's run: the runs it queues next run here too (this process's own queue).
+        return await _follow(runtime, request, CardRunResult.model_validate(ended.output), console)
     finally:
         _WATCHED.pop(record.run_id, None)
-    if ended is None or not isinstance(ended.output, dict):
-        why = ended.error if ended is not None and ended.error else "it did not finish"
-        console.print(f"[red]error:[/red] run {record.run_id}: {escape(why)}")
-        return EXIT_FAILED
-    return _summary(console, CardRunResult.model_validate(ended.output))
 
 
 async def after_a_killed_run(

@@ -36,6 +36,7 @@ from loopkit.errors import CardError
 
 __all__ = [
     "DEFAULT_ROUND_TRIPS",
+    "defects_go_back",
     "defects_message",
     "next_request",
     "next_run_id",
@@ -62,9 +63,7 @@ def pipeline_transcript(
         return None
     suffix = "" if round_no == 1 else f".round-{round_no}"
     if config.transcript is not None:
-        base = config.transcript
-        folder = base.parent if role == DEFAULT_ROLE else base.parent / role
-        return folder / f"{base.stem}{suffix}{base.suffix}"
+        return _beside(config.transcript, role, round_no)
     if role == DEFAULT_ROLE and round_no == 1:
         return None
     found = bundled_transcripts(role).get(card_path.stem + suffix)
@@ -76,6 +75,14 @@ def pipeline_transcript(
             "test/<name>.json and <name>.round-<k>.json beside it), or use a real model"
         )
     return found
+
+
+def _beside(base: Path, role: str, round_no: int) -> Path:
+    """The transcript of ``role`` in round ``round_no`` beside ``base`` (the first developer
+    run's): ``ROLE/<name>.json`` for another role, ``<name>.round-<k>.json`` for round k."""
+    suffix = "" if round_no == 1 else f".round-{round_no}"
+    folder = base.parent if role == DEFAULT_ROLE else base.parent / role
+    return folder / f"{base.stem}{suffix}{base.suffix}"
 
 
 def defects_message(
@@ -141,28 +148,41 @@ async def run_pipeline(
     card_path = card.path
     note = message
     parent: str | None = None
+    try:
+        dev_config = _for(config, card_path, develop, 1, given)
+    except CardError as e:
+        return _stop(console, card_path, str(e))
+    if config.durable:
+        return await _run_durably(dev_config, card, console, develop, then, repo, note, round_trips)
     for round_no in range(1, round_trips + 2):
-        try:
-            dev_config = _for(config, card_path, develop, round_no, given)
-        except CardError as e:
-            return _stop(console, card_path, str(e))
         console.rule(f"{develop.name} · round {round_no}")
         built = await run_card(
             dev_config, card, console, role=develop, repo=repo, message=note,
             done_state=CardState.IN_TEST, parent=parent,
+            expected_state=CardState.IN_WORK if round_no > 1 else None,
         )  # fmt: skip
         if built.status != 0 or built.repo is None:
-            return built.status
+            return _ended(card_path, built.status)
         repo = built.repo
         try:
             test_config = _for(config, card_path, then, round_no, given)
             card = Card.load(card_path, max_bytes=config.max_card_bytes)
         except CardError as e:
             return _stop(console, card_path, str(e))
+        # Whether the tester's defects can go back: the developer's next run, settled now, so
+        # that a failing tester leaves the card In Work for it (never a Failed in between).
+        next_dev: RunnerConfig | None = None
+        cannot = ""
+        if round_no <= round_trips:
+            try:
+                next_dev = _for(config, card_path, develop, round_no + 1, given)
+            except CardError as e:
+                cannot = str(e)
         console.rule(f"{then.name} · round {round_no} · in {escape(str(repo))}")
         tested = await run_card(
-            test_config, card, console, role=then, repo=repo, parent=built.run_id
-        )
+            test_config, card, console, role=then, repo=repo, parent=built.run_id,
+            failed_state=CardState.IN_WORK if next_dev is not None else CardState.FAILED,
+        )  # fmt: skip
         parent = tested.run_id
         if tested.status == 0:
             console.print(
@@ -171,9 +191,12 @@ async def run_pipeline(
             )
             return 0
         if tested.status != 1:
-            return tested.status  # interrupted, or bad input: nothing more runs
+            return _ended(card_path, tested.status)  # interrupted, or bad input: nothing more
         if round_no > round_trips:
             break
+        if next_dev is None:
+            return _stop(console, card_path, cannot)
+        dev_config = next_dev
         tester = tested.tester
         note = defects_message(
             tested.result, getattr(tester, "result", None), getattr(tester, "report_path", None),
@@ -181,7 +204,7 @@ async def run_pipeline(
         )  # fmt: skip
         console.print(
             f"[yellow]Pipeline:[/yellow] the {then.name} run failed; its defects go back to "
-            f"{develop.name} (round trip {round_no} of {round_trips})."
+            f"{develop.name} (round trip {round_no} of {round_trips}); the card is In Work."
         )
         card = Card.load(card_path, max_bytes=config.max_card_bytes)
     console.print(
@@ -191,24 +214,72 @@ async def run_pipeline(
     return 1
 
 
+async def _run_durably(
+    config: RunnerConfig,
+    card: Card,
+    console: Console,
+    develop: Role,
+    then: Role,
+    repo: Path | None,
+    message: str | None,
+    round_trips: int,
+) -> int:
+    """The pipeline with ``--durable``: the queue's pipeline (:func:`next_request`), each run a
+    durable workflow, run in this process one after the other (see
+    :func:`loopkit.demo.durable.run_durable_demo`); ``config``: the first developer run's."""
+    from loopkit.cards.durable import PipelineSpec
+    from loopkit.demo.durable import run_durable_demo
+    from loopkit.demo.model import first_line, role_line
+
+    assert card.path is not None
+    given = str(config.transcript.resolve()) if config.transcript is not None else None
+    spec = PipelineSpec(
+        develop=develop.name, then=then.name, round_trips=round_trips, transcript=given
+    )
+    console.print(first_line(config, card.path, develop.name))
+    console.print(role_line(develop))
+    if card.state is not CardState.NEW:
+        console.print(
+            f"[yellow]note:[/yellow] the card is in state {card.state.value}; running it again"
+        )
+    console.rule(f"{develop.name} · round 1")
+    return await run_durable_demo(
+        config, card, console, role=develop, repo=repo, message=message, pipeline=spec
+    )
+
+
 def _for(
     config: RunnerConfig, card_path: Path, role: Role, round_no: int, given: Collection[str]
 ) -> RunnerConfig:
-    """The settings of one run of the pipeline: the role's limits, its transcript."""
+    """The settings of one run of the pipeline: the role's limits, its transcript, and where
+    its turns are recorded (``--record-transcript PATH``: the layout ``--transcript PATH``
+    plays back, see :func:`pipeline_transcript`)."""
     settings = with_role_limits(config, role, given)
     transcript = pipeline_transcript(config, card_path, role.name, round_no)
     if transcript is not None:
         if not transcript.is_file():
             raise CardError(f"the scripted model's transcript {transcript} does not exist")
         settings = settings.model_copy(update={"transcript": transcript})
+    if config.record_transcript is not None:
+        recorded = _beside(config.record_transcript, role.name, round_no)
+        settings = settings.model_copy(update={"record_transcript": recorded})
     return settings
 
 
 def _stop(console: Console, card_path: Path, reason: str) -> int:
     console.print(f"[red]error:[/red] {escape(reason)}")
-    with contextlib.suppress(CardError, OSError):
-        Card.load(card_path).save_state(CardState.FAILED)
-    return 1
+    return _ended(card_path, 1)
+
+
+def _ended(card_path: Path, status: int) -> int:
+    """The pipeline ends with ``status`` before its tester passed: a card left In Work or In
+    Test by a run that never ran (its set-up failed) or by the step before is Failed."""
+    if status != 0:
+        with contextlib.suppress(CardError, OSError):
+            card = Card.load(card_path)
+            if card.state in (CardState.IN_WORK, CardState.IN_TEST):
+                card.save_state(CardState.FAILED)
+    return status
 
 
 def next_request(
@@ -228,18 +299,40 @@ def next_request(
         role, step = spec.develop, spec.model_copy(update={"round": spec.round + 1})
     else:
         return None
-    given = Path(spec.transcript) if spec.transcript is not None else None
-    base = request.runner_config().model_copy(update={"transcript": given})
-    try:
-        settings = _for(base, Path(request.card), find_role(base, role), step.round, ())
-    except (CardError, RoleError) as e:
-        # The next run cannot run here (no transcript for it, a role gone): the pipeline ends.
-        log.warning("the pipeline of %s ends after run %s: %s", request.card, run_id, e)
+    settings = _next_settings(request, role, step.round, run_id)
+    if settings is None:
         return None
     return CardRunRequest.create(
         request.card, role=role, config=settings, repo=repo, message=message, parent=run_id,
         pipeline=step,
     )  # fmt: skip
+
+
+def defects_go_back(request: CardRunRequest) -> bool:
+    """Whether a failing ``then`` run of ``request``'s pipeline sends its defects back to the
+    developer: a round trip is left and the developer's next run can be set up (its role, its
+    transcript). Then the tester's failure leaves the card In Work, not Failed."""
+    spec = request.pipeline
+    if spec is None or request.role != spec.then or spec.round > spec.round_trips:
+        return False
+    return _next_settings(request, spec.develop, spec.round + 1) is not None
+
+
+def _next_settings(
+    request: CardRunRequest, role: str, round_no: int, run_id: str | None = None
+) -> RunnerConfig | None:
+    """The settings of the pipeline's next run in ``role`` (round ``round_no``), or None when
+    it cannot run here (no transcript for it, a role gone): the pipeline ends."""
+    spec = request.pipeline
+    assert spec is not None
+    given = Path(spec.transcript) if spec.transcript is not None else None
+    base = request.runner_config().model_copy(update={"transcript": given})
+    try:
+        return _for(base, Path(request.card), find_role(base, role), round_no, ())
+    except (CardError, RoleError) as e:
+        if run_id is not None:
+            log.warning("the pipeline of %s ends after run %s: %s", request.card, run_id, e)
+        return None
 
 
 def next_run_id(parent: str, request: CardRunRequest) -> str:

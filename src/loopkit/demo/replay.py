@@ -90,6 +90,23 @@ class UIReplayer:
                 failures=["the run checked nothing in the app since it was started on the final "
                           "code: there is nothing to replay"],
             )  # fmt: skip
+        # Criteria shown only by calls with no step (a list of missing ids, a window list):
+        # checked live only, said in the replay's report and in the run log.
+        names = {r.call_id: r.name for r in session}
+        live_only = {
+            criterion: ids
+            for criterion, ids in derived.not_replayed.items()
+            if criterion not in derived.criteria
+        }
+        notes = [
+            {
+                "type": "log",
+                "message": f"{criterion} checked live only, not replayed (nothing to replay in "
+                + ", ".join(f"{names.get(i, '?')} {i}" for i in ids)
+                + ")",
+            }
+            for criterion, ids in sorted(live_only.items())
+        ]
         code = await asyncio.to_thread(self._code)
         app = regression_app(self.app_command, self.app_cwd)
         app["cwd"] = str(code if self.app_cwd in ("", ".") else code / self.app_cwd)
@@ -99,7 +116,7 @@ class UIReplayer:
             "fresh app of the committed code (written by the runner from the run's UI calls).",
             "app": app,
             "oracles": REPLAY_ORACLES,
-            "steps": derived.steps,
+            "steps": [*notes, *derived.steps],
         }
         path = self.run_dir / SCRIPT_FOLDER / f"{self.name}.json"
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -119,6 +136,7 @@ class UIReplayer:
             script=str(path),
             steps=len(result.steps),
             criteria=sorted(derived.criteria),
+            live_only=live_only,
             failures=failures,
             report=result.report,
             seconds=round(time.perf_counter() - started, 2),

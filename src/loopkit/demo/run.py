@@ -48,7 +48,7 @@ from loopkit.demo.role_tools import (
     take_message,
 )
 from loopkit.demo.role_tools import with_role_limits as with_role_limits  # where callers look
-from loopkit.demo.tester import tester_tools
+from loopkit.demo.tester import end_test_run, tester_tools
 from loopkit.demo.workspace import (
     ScratchRepo,
     WorkspaceError,
@@ -221,6 +221,7 @@ def card_runner(
     card: Card | None = None,
     done_state: CardState = CardState.DONE,
     parent: str | None = None,
+    failed_state: CardState = CardState.FAILED,
 ) -> CardRunner:
     """The runner of one demo run in ``role`` (default: develop): the role's instructions with
     the feedback rules of its scope (from ``memory``), the tools of its groups only (local tools,
@@ -235,8 +236,10 @@ def card_runner(
     (a subagent's own transcript lies beside it). A role with ``verify: true`` proves every
     acceptance criterion of ``card`` before its done counts
     (:func:`~loopkit.demo.replay.demo_verification`); the card is In Work (a tester's In Test)
-    while the run runs, ``done_state`` after a success. The run log's ``start`` line records the
-    repository the run works in and ``parent``, the run it follows (a pipeline's)."""
+    while the run runs, ``done_state`` after a success, ``failed_state`` after a failure (a
+    pipeline's tester whose defects go back to the developer: In Work). The run log's ``start``
+    line records the repository the run works in and ``parent``, the run it follows (a
+    pipeline's)."""
     from loopkit.cards import CardRunner, MCPToolSource, RunLimits
     from loopkit.middleware.retry import RetryPolicy
     from loopkit.middleware.tool_disclosure import ToolDisclosure
@@ -280,6 +283,7 @@ def card_runner(
         "message": message,
         "start_state": CardState(role.front_matter.card_state),
         "done_state": done_state,
+        "failed_state": failed_state,
     }
     if role.front_matter.verify:
         from loopkit.demo.replay import demo_verification
@@ -367,10 +371,14 @@ async def run_card(
     message: str | None = None,
     done_state: CardState = CardState.DONE,
     parent: str | None = None,
+    failed_state: CardState = CardState.FAILED,
+    expected_state: CardState | None = None,
 ) -> DemoOutcome:
     """:func:`run_demo`, saying how the run ended (:class:`DemoOutcome`); ``done_state``: the
-    card's state after a success (In Test when a test run follows: the pipeline); ``parent``:
-    the run this one follows."""
+    card's state after a success (In Test when a test run follows), ``failed_state`` after a
+    failure (In Work when the developer runs next); ``parent``: the run this one follows;
+    ``expected_state``: the state the card is in by design (a pipeline's next run), so no note
+    says it was run before."""
     role = role or find_role(config, DEFAULT_ROLE)
     from loopkit.cards import CardRunOutcome
     from loopkit.middleware.run_log import RunLog
@@ -385,7 +393,8 @@ async def run_card(
 
         start_background_import()  # litellm takes seconds to import; overlap it with set-up
     tested = card.state is CardState.IN_TEST and role.front_matter.card_state == "In Test"
-    if card.state is not CardState.NEW and not tested:  # a tester runs on a card In Test
+    # A tester runs on a card In Test; a pipeline's next run on the state the last one left.
+    if card.state not in (CardState.NEW, expected_state) and not tested:
         console.print(
             f"[yellow]note:[/yellow] the card is in state {card.state.value}; running it again"
         )
@@ -440,7 +449,7 @@ async def run_card(
             runner = card_runner(
                 config, model, tools, scratch, log, role=role, memory=memory, message=message,
                 tester=tester, ui=ui, transcript=played, card=card, done_state=done_state,
-                parent=parent,
+                parent=parent, failed_state=failed_state,
             )  # fmt: skip
             progress = LiveProgress(console, config.max_rounds)
             log.subscribe(progress.on_event)
@@ -469,10 +478,10 @@ async def run_card(
     finally:
         if ui is not None:
             await ui.aclose()  # when the run never entered it (it closes what it entered)
-    finish = getattr(tester, "finish", None)
-    if finish is not None and not interrupted:
-        finish(outcome.result.done, outcome.result.reason)  # the findings row's real verdict
+    if not interrupted:  # interrupted, the tools' own exit said cancelled
+        end_test_run(tester, outcome)  # the findings row's real verdict
     if recorder is not None and config.record_transcript is not None:
+        config.record_transcript.parent.mkdir(parents=True, exist_ok=True)  # a pipeline's test/
         saved = recorder.save(config.record_transcript)
         console.print(f"transcript of {len(recorder.turns)} turns recorded in {escape(str(saved))}")
     commits = scratch.commits_since(base)

@@ -17,7 +17,7 @@ from typing import Any
 
 from loopkit.cards.config import ConfigError, RunnerConfig
 from loopkit.cards.criteria import Criterion
-from loopkit.cards.runner import ToolSource
+from loopkit.cards.runner import CardRunOutcome, ToolSource
 from loopkit.demo.workspace import ScratchRepo
 
 __all__ = [
@@ -25,6 +25,7 @@ __all__ = [
     "REGRESSION_FOLDER",
     "REPORT_FOLDER",
     "TESTER_MODULE",
+    "end_test_run",
     "regression_app",
     "tester_tools",
 ]
@@ -100,3 +101,23 @@ def tester_tools(
     )
     source: ToolSource = module.TesterTools(tester_config)
     return source
+
+
+def end_test_run(
+    tester: object, outcome: CardRunOutcome | None, *, cancelled: bool = False
+) -> None:
+    """The test run's findings row gets its real verdict (``tester``: the tester's tools, or
+    anything else, which is left alone): ``cancelled``, ``passed`` (a RESULT: passed the runner
+    accepted), ``error`` (the run could not run to its end: an exception, the token budget; the
+    model never answered), else ``failed`` with the run's reason."""
+    end = getattr(tester, "end", None)
+    if end is None:
+        return
+    if cancelled or outcome is None:
+        end("cancelled", "the run was cancelled")
+        return
+    result = outcome.result
+    if result.done:
+        end("passed", None)
+    else:
+        end("error" if outcome.run is None else "failed", result.reason)

@@ -400,11 +400,20 @@ class DurableRuntime:
                 "process is gone"
                 + ("" if record.executor_alive else " (force=True to take it over)")
             )
-        if not self._queue_registered:
-            await DBOS.register_queue_async(self.private_queue, polling_interval_sec=0.25)
-            self._queue_registered = True
+        await self.own_queue()
         await DBOS.resume_workflow_async(run_id, queue_name=self.private_queue)
         return await DBOS.retrieve_workflow_async(run_id)
+
+    async def own_queue(self) -> str:
+        """This process's private queue (declared on first use): a run put on it runs here,
+        and only here; returns its name."""
+        self.check_started()
+        if not self._queue_registered:
+            from dbos import DBOS
+
+            await DBOS.register_queue_async(self.private_queue, polling_interval_sec=0.25)
+            self._queue_registered = True
+        return self.private_queue
 
     async def wait(self, run_id: str, *, poll_seconds: float = 0.1) -> RunRecord | None:
         """Wait until a run resumed here (:meth:`resume`) has run in this process (or ended);
