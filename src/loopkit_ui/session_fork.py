@@ -41,6 +41,7 @@ from loopkit_ui.session_cli import _become_subreaper, _end_orphans, _Signals, _w
 __all__ = ["can_fork", "run_forked_on_desktop"]
 
 _PR_SET_PDEATHSIG = 1
+_PR_SET_NAME = 15
 #: Status of a child whose work raised (a traceback is printed), as a crashed command's.
 _CRASHED = 1
 
@@ -100,10 +101,16 @@ class _ForkedChild:
         return self.returncode
 
 
-def _run_child(work: Callable[[], int], env: Mapping[str, str], parent: int) -> int:
-    """In the forked child: die with the parent, take the desktop's environment, run ``work``."""
+def _run_child(
+    work: Callable[[], int], env: Mapping[str, str], parent: int, name: str | None
+) -> int:
+    """In the forked child: die with the parent, take the desktop's environment and ``name``,
+    run ``work``."""
     with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+        prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+        if name:  # /proc/PID/comm: what ps and top show, and how to tell it from its parent
+            prctl(_PR_SET_NAME, ctypes.c_char_p(name.encode()[:15]), 0, 0, 0)
     if os.getppid() != parent:  # the parent died before prctl took effect
         return _CRASHED
     for signum in _Signals.SIGNALS:  # the work installs its own
@@ -113,7 +120,7 @@ def _run_child(work: Callable[[], int], env: Mapping[str, str], parent: int) -> 
     return work()
 
 
-def _fork(work: Callable[[], int], env: Mapping[str, str]) -> _ForkedChild:
+def _fork(work: Callable[[], int], env: Mapping[str, str], name: str | None) -> _ForkedChild:
     parent = os.getpid()
     for stream in (sys.stdout, sys.stderr):  # nothing buffered is written twice
         with contextlib.suppress(Exception):
@@ -127,7 +134,7 @@ def _fork(work: Callable[[], int], env: Mapping[str, str]) -> _ForkedChild:
             status = _CRASHED
             try:
                 signal.pthread_sigmask(signal.SIG_SETMASK, held)
-                status = _run_child(work, env, parent)
+                status = _run_child(work, env, parent, name)
             except SystemExit as e:
                 status = e.code if isinstance(e.code, int) else _CRASHED
             except KeyboardInterrupt:
@@ -149,12 +156,14 @@ def run_forked_on_desktop(
     *,
     env: Mapping[str, str] | None = None,
     screen: str = "1280x1024x24",
+    name: str | None = None,
 ) -> int:
     """Start a headless desktop, run ``work()`` in a forked child on it (``os.environ`` there is
     this process's plus the desktop's plus ``env``) and return its status as
     ``python -m loopkit_ui.session`` does: the child's exit status, 128+N when a signal N killed
     it, 130 when interrupted before it started, 1 when the desktop could not start (one line on
-    stderr). The desktop is torn down after the child exits. Needs :func:`can_fork`."""
+    stderr). The desktop is torn down after the child exits. ``name``: the child's process name
+    (``/proc/PID/comm``, 15 bytes at most). Needs :func:`can_fork`."""
     if not can_fork():
         raise RuntimeError("run_forked_on_desktop needs Linux and a process with one thread")
     previous = {signum: signal.getsignal(signum) for signum in _Signals.SIGNALS}
@@ -167,7 +176,7 @@ def run_forked_on_desktop(
             if signals.received is not None:  # its KeyboardInterrupt was swallowed somewhere
                 raise KeyboardInterrupt
             signals.spawning = True
-            child = _fork(work, desktop.child_env(env))
+            child = _fork(work, desktop.child_env(env), name)
             signals.attach(child)  # type: ignore[arg-type]  # duck-typed Popen
             status = _wait_reaping(child, desktop)  # type: ignore[arg-type]
         except DesktopError as e:

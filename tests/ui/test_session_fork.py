@@ -54,7 +54,8 @@ def test_the_work_runs_on_the_desktop_and_its_status_comes_back(tmp_path: Path) 
         tmp_path,
         """
         def work():
-            print("child", os.getpid() != PARENT, os.environ.get("DISPLAY", ""),
+            comm = Path("/proc/self/comm").read_text().strip()
+            print("child", os.getpid() != PARENT, comm, os.environ.get("DISPLAY", ""),
                   os.environ.get("EXTRA"), flush=True)
             # Something on the desktop the teardown must end: an X client that stays.
             subprocess.Popen(["sleep", "300"])
@@ -62,14 +63,15 @@ def test_the_work_runs_on_the_desktop_and_its_status_comes_back(tmp_path: Path) 
 
         PARENT = os.getpid()
         assert can_fork()
-        status = run_forked_on_desktop(work, env={"EXTRA": "given"})
+        status = run_forked_on_desktop(work, env={"EXTRA": "given"}, name="a-very-long-run-name")
         print("status", status, os.environ.get("DISPLAY"), os.environ.get("EXTRA"), flush=True)
         """,
     )
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == 0, err
     child, status = out.splitlines()
-    assert child.startswith("child True :") and child.endswith(" given"), child
+    # its own process name (15 bytes at most), the desktop's display, the variables given
+    assert child.startswith("child True a-very-long-run :") and child.endswith(" given"), child
     assert status == "status 7 None None"  # this process's environment is its own
     assert survivors(carrying(str(tmp_path)) - {proc.pid}, within=10) == []
 

@@ -30,6 +30,8 @@ __all__ = [
 #: The signals that stop a run cleanly (passed on to the command inside the desktop).
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 _PR_SET_PDEATHSIG = 1
+#: The process name (``/proc/PID/comm``) of a run forked on the desktop.
+RUN_PROCESS_NAME = "loopkit-run"
 #: Set in the environment of the command inside the desktop (so it does not start another).
 IN_SESSION_VARIABLE = "LOOPKIT_IN_HEADLESS_SESSION"
 
@@ -120,4 +122,4 @@ def run_forked_in_headless_desktop(module: str, argv: list[str], work: Callable[
 
     if not can_fork():
         return run_in_headless_desktop(module, argv)
-    return run_forked_on_desktop(work, env={IN_SESSION_VARIABLE: "1"})
+    return run_forked_on_desktop(work, env={IN_SESSION_VARIABLE: "1"}, name=RUN_PROCESS_NAME)

@@ -20,7 +20,7 @@ import json
 from collections.abc import Iterator, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.markup import escape
@@ -50,8 +50,10 @@ from loopkit.demo.run import (
     first_line,
     local_tools,
     make_model,
+    remembered_ui,
     role_memory,
     transcript_for,
+    ui_server_for,
 )
 from loopkit.demo.workspace import ScratchRepo, create_scratch_repo, open_scratch_repo
 from loopkit.durable.run import DEFAULT_NOTICE, current_durable_run, durable_step, durable_workflow
@@ -65,6 +67,9 @@ from loopkit.durable.runtime import (
 from loopkit.middleware.delegating import DelegatingChatClient
 from loopkit.middleware.run_log import RunLog
 from loopkit.providers.scripted import ScriptedChatClient
+
+if TYPE_CHECKING:
+    from loopkit.cards.early_source import EarlyToolSource
 
 __all__ = [
     "CARD_RUN_NOTICE",
@@ -175,6 +180,26 @@ def _shown(run_id: str, log: RunLog, config: RunnerConfig) -> Iterator[None]:
         yield
 
 
+def _early_ui(config: RunnerConfig, role: Role, scratch: ScratchRepo) -> EarlyToolSource | None:
+    """The run's UI server, starting now; its remembered tool list lets the first request go
+    without waiting for it (as in :func:`~loopkit.demo.run.run_demo`)."""
+    if not role.has("ui"):
+        return None
+    from loopkit.cards.early_source import EarlyToolSource
+    from loopkit.cards.runner import MCPToolSource
+
+    ui = EarlyToolSource(
+        MCPToolSource(ui_server_for(config, scratch.run_dir)), remembered_ui(config)
+    )
+    ui.start()
+    return ui
+
+
+async def _close_unentered(ui: EarlyToolSource | None) -> None:
+    if ui is not None:
+        await ui.aclose()  # when the run never entered it (it closes what it entered)
+
+
 @durable_workflow(CARD_RUN_WORKFLOW, notice=CARD_RUN_NOTICE)
 async def card_run_workflow(request: dict[str, Any]) -> dict[str, Any]:
     """One card run as a durable workflow: ``request`` is a
@@ -193,24 +218,29 @@ async def card_run_workflow(request: dict[str, Any]) -> dict[str, Any]:
     log_path = Path(prepared.log_path)
     # A process stopped by a signal wrote `interrupted` itself; only a killed one could not.
     durable.interrupted_logged = _last_line_type(log_path) == "interrupted"
+    role = find_role(config, req.role)
+    ui = _early_ui(config, role, scratch)  # starts while the rest is made (see run_demo)
     with DurableRunLog(log_path) as log:
         durable.on_event = lambda kind, data: log.write(kind, **data)
         try:
-            role = find_role(config, req.role)
             played = transcript_for(config, card_path, role.name) if config.scripted else None
             runner = card_runner(
                 config, make_model(config, card_path, role.name),
                 local_tools(config, scratch, role), scratch, log, role=role,
                 memory=role_memory(config, scratch), message=prepared.message, durable=True,
-                transcript=played,
+                transcript=played, ui=ui,
             )  # fmt: skip
         except Exception as e:  # the settings do not work in this process (a key, a module)
+            await _close_unentered(ui)
             result = RunResult(status="failed", reason=f"{type(e).__name__}: {e}")
             ended = await finish_card_run(card, result, log)
             totals, card_state = ended["totals"], ended["card_state"]
         else:
             with _shown(durable.workflow_id, log, config):
-                outcome = await runner.run(card)
+                try:
+                    outcome = await runner.run(card)
+                finally:
+                    await _close_unentered(ui)
             result, totals = outcome.result, outcome.totals
             card_state = outcome.card.state.value if outcome.card else CardState.FAILED.value
     commits = scratch.commits_since(prepared.base)

@@ -54,6 +54,10 @@ APP_NAME = "loopkit"
 _INSTALL = "pip install 'loopkit[durable]'"
 
 
+#: Seconds between DBOS's looks for notifications on SQLite (its default is 1.0).
+_SQLITE_POLL_S = 0.05
+
+
 def require_dbos() -> Any:
     """The ``dbos`` module, or a :class:`DurableError` that says how to install it."""
     try:
@@ -211,6 +215,11 @@ class DurableRuntime:
             "executor_id": self.executor_id,
             "log_level": self.log_level,
         }
+        if self.database_url.startswith("sqlite:///"):
+            # DBOS polls SQLite for notifications in a thread that sleeps this long between
+            # looks, and stopping joins it: at its default (1 s) every stop took about a second.
+            # A look with nothing awaited is no query at all.
+            config["notification_listener_polling_interval_sec"] = _SQLITE_POLL_S
         config["system_database_engine"] = self._engine = self._make_engine()
         return config
 
