@@ -59,7 +59,7 @@ def f_none() -> None:
     """No parameters at all."""
 
 
-def f_optional_first(value: None | int = 2) -> None:
+def f_optional_first(value: None | int = 2) -> None:  # noqa: RUF036  (on purpose)
     """None written first."""
 
 

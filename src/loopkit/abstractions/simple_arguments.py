@@ -41,9 +41,13 @@ class Parameter(NamedTuple):
 def _core(kind: type) -> Any:
     from pydantic_core import core_schema as cs
 
-    return {str: cs.str_schema, int: cs.int_schema, float: cs.float_schema, bool: cs.bool_schema}[
-        kind
-    ]()
+    makers: dict[type, Callable[[], Any]] = {
+        str: cs.str_schema,
+        int: cs.int_schema,
+        float: cs.float_schema,
+        bool: cs.bool_schema,
+    }
+    return makers[kind]()
 
 
 def _describe(annotation: Any) -> tuple[dict[str, Any], Any] | None:

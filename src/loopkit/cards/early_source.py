@@ -167,7 +167,7 @@ class _WhenOpen:
         self, name: str, arguments: Mapping[str, Any] | None = None, **options: Any
     ) -> Any:
         tools = await self._early._opened()
-        client = next((t.client for t in tools if hasattr(t, "client")), None)  # type: ignore[attr-defined]
+        client = next((t.client for t in tools if hasattr(t, "client")), None)
         if client is None:
             from loopkit.abstractions.tools import ToolError
 
