@@ -178,6 +178,7 @@ def readme_run(checkout: Path, cache: Path, *args: str) -> dict[str, Any]:
     return {"total": total, "first": first, "cpu": usage.ru_utime + usage.ru_stime}
 
 
+@pytest.mark.timeout(1800)  # a dozen whole demo runs; minutes on a busy machine
 def test_the_readme_command(tmp_path: Path) -> None:
     trees = {"this tree": readme_checkout(ROOT / "src", tmp_path / "this")}
     baseline = os.environ.get("LOOPKIT_BENCH_BASELINE_SRC")
@@ -222,6 +223,7 @@ def test_the_readme_command(tmp_path: Path) -> None:
     print("goals (issue 27, quiet machine): total <= 3.0 s, first model request <= 1.2 s")
 
 
+@pytest.mark.timeout(3600)
 def test_the_readme_command_durable(tmp_path: Path) -> None:
     """The same command with ``--durable`` (DBOS on SQLite, the database in the run folder) beside
     the plain one, for each tree, interleaved: what a durable run adds. Goal (issue 27): at
