@@ -151,19 +151,39 @@ def _fork(work: Callable[[], int], env: Mapping[str, str], name: str | None) -> 
         signal.pthread_sigmask(signal.SIG_SETMASK, held)
 
 
+def _in_background(prepare: Callable[[], object] | None) -> threading.Thread | None:
+    """``prepare()`` in a thread, its errors ignored (the work meets them again itself)."""
+    if prepare is None:
+        return None
+
+    def run() -> None:
+        with contextlib.suppress(Exception):
+            prepare()
+
+    thread = threading.Thread(target=run, name="prepare the forked work", daemon=True)
+    thread.start()
+    return thread
+
+
 def run_forked_on_desktop(
     work: Callable[[], int],
     *,
     env: Mapping[str, str] | None = None,
     screen: str = "1280x1024x24",
     name: str | None = None,
+    prepare: Callable[[], object] | None = None,
 ) -> int:
     """Start a headless desktop, run ``work()`` in a forked child on it (``os.environ`` there is
     this process's plus the desktop's plus ``env``) and return its status as
     ``python -m loopkit_ui.session`` does: the child's exit status, 128+N when a signal N killed
     it, 130 when interrupted before it started, 1 when the desktop could not start (one line on
     stderr). The desktop is torn down after the child exits. ``name``: the child's process name
-    (``/proc/PID/comm``, 15 bytes at most). Needs :func:`can_fork`."""
+    (``/proc/PID/comm``, 15 bytes at most). Needs :func:`can_fork`.
+
+    ``prepare()`` runs in a thread while the desktop starts (which mostly waits for its
+    daemons) and ends before the fork (one thread again), so what it does (an import the work
+    needs) is the child's at no cost while it takes less time than the desktop; its errors are
+    ignored (the work meets them itself)."""
     if not can_fork():
         raise RuntimeError("run_forked_on_desktop needs Linux and a process with one thread")
     previous = {signum: signal.getsignal(signum) for signum in _Signals.SIGNALS}
@@ -172,7 +192,10 @@ def run_forked_on_desktop(
     desktop = HeadlessDesktop(screen=screen)
     try:
         try:
+            preparing = _in_background(prepare)
             desktop.start()
+            if preparing is not None:
+                preparing.join()  # one thread again: a fork copies only this one
             if signals.received is not None:  # its KeyboardInterrupt was swallowed somewhere
                 raise KeyboardInterrupt
             signals.spawning = True

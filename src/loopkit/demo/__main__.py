@@ -202,7 +202,9 @@ def _rerun_in_headless_desktop(
 
     since = datetime.now(UTC) - timedelta(seconds=1)  # the database's clock is this host's
     if work is not None:
-        status = run_forked_in_headless_desktop("loopkit.demo", argv, work)
+        # A durable run's DBOS (most of a second to import) loads while the desktop starts.
+        prepare = _import_dbos if config.durable else None
+        status = run_forked_in_headless_desktop("loopkit.demo", argv, work, prepare)
     else:
         status = run_in_headless_desktop("loopkit.demo", argv)
     if status not in (EXIT_DONE, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INTERRUPTED):
@@ -213,6 +215,10 @@ def _rerun_in_headless_desktop(
             return outcome
         _mark_failed_after_a_killed_run(config, card_path, status)
     return exit_status(status)
+
+
+def _import_dbos() -> None:
+    import dbos  # noqa: F401
 
 
 def _after_a_killed_durable_run(

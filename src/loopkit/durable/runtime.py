@@ -36,6 +36,7 @@ __all__ = [
     "DATABASE_URL_VARIABLE",
     "DEFAULT_DATABASE_FILE",
     "DurableRuntime",
+    "check_dbos_installed",
     "database_url",
     "executor_alive",
     "process_executor_id",
@@ -56,6 +57,18 @@ _INSTALL = "pip install 'loopkit[durable]'"
 
 #: Seconds between DBOS's looks for notifications on SQLite (its default is 1.0).
 _SQLITE_POLL_S = 0.05
+
+
+def check_dbos_installed() -> None:
+    """A :class:`DurableError` that says how to install DBOS when it is not installed; nothing
+    is imported (``import dbos`` takes most of a second: a caller can do it while it waits for
+    something else)."""
+    import importlib.util
+
+    if importlib.util.find_spec("dbos") is None:
+        raise DurableError(
+            f"durable runs need DBOS, which is not installed; install the durable extra: {_INSTALL}"
+        )
 
 
 def require_dbos() -> Any:
