@@ -5,9 +5,11 @@ through the UI server, commits, and ends with ``RESULT: done`` or ``RESULT: fail
 Without an API key the scripted model plays the card's bundled transcript (every tool call is real).
 
 Every setting and the card are checked before a headless desktop starts or anything is created.
-Without a display the demo re-runs itself inside ``python -m loopkit_ui.session``; that child dies
-with this process (``PR_SET_PDEATHSIG``: SIGTERM, so the run inside stops before it can commit and
-marks its card Failed), even when this process is killed with SIGKILL.
+Without a display the demo starts a headless desktop itself and goes on in a child forked on it
+(``loopkit_ui.session_fork``; where a fork cannot be used it re-runs itself inside ``python -m
+loopkit_ui.session``); that child dies with this process (``PR_SET_PDEATHSIG``: SIGTERM, so the run
+inside stops before it can commit and marks its card Failed), even when this process is killed
+with SIGKILL.
 """
 
 from __future__ import annotations
