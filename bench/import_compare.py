@@ -73,20 +73,35 @@ HEADLINES = ("core names with RunLog", "core names + first use")
 
 
 def measure(
-    rounds: int, trees: dict[str, str], cases: dict[str, str] = CASES
+    rounds: int,
+    trees: dict[str, str],
+    cases: dict[str, str] = CASES,
+    cpu: dict[tuple[str, str], list[float]] | None = None,
 ) -> dict[tuple[str, str], list[float]]:
     """ms of each case in each tree (``name -> src``), fresh interpreters, interleaved, after a
-    warm-up round that fills a bytecode cache of their own."""
+    warm-up round that fills a bytecode cache of their own. ``cpu``, when given, gets each
+    run's CPU time in ms (user + system of the interpreter, from ``wait4``): what a busy
+    machine disturbs less than the wall time."""
     times: dict[tuple[str, str], list[float]] = {(t, c): [] for t in trees for c in cases}
+    if cpu is not None:
+        cpu.update({key: [] for key in times})
     with tempfile.TemporaryDirectory(prefix="loopkit-pyc-") as pycache:
         envs = {tree: tree_env(src, pycache) for tree, src in trees.items()}
         for round_no in range(rounds + 1):
             for tree, env in envs.items():
                 for case, code in cases.items():
                     start = time.perf_counter()
-                    subprocess.run([sys.executable, "-c", code], env=env, check=True)
+                    proc = subprocess.Popen([sys.executable, "-c", code], env=env)
+                    _, status, usage = os.wait4(proc.pid, 0)
+                    elapsed = (time.perf_counter() - start) * 1000
+                    proc.returncode = os.waitstatus_to_exitcode(status)
+                    if proc.returncode:
+                        raise subprocess.CalledProcessError(proc.returncode, code)
                     if round_no:  # round 0 warms the cache
-                        times[(tree, case)].append((time.perf_counter() - start) * 1000)
+                        times[(tree, case)].append(elapsed)
+                        if cpu is not None:
+                            used = (usage.ru_utime + usage.ru_stime) * 1000
+                            cpu[(tree, case)].append(used)
     return times
 
 
@@ -103,11 +118,18 @@ def main(argv: list[str]) -> None:
         raise SystemExit("usage: import_compare.py ROUNDS NAME=SRC [NAME=SRC ...]")
     rounds = int(argv[0])
     trees = dict(a.split("=", 1) for a in argv[1:])
-    times = measure(rounds, trees)
+    cpu: dict[tuple[str, str], list[float]] = {}
+    times = measure(rounds, trees, cpu=cpu)
     for (tree, case), ms in times.items():
         print(
             f"{tree:>10}  {case:<30} fastest {min(ms):7.1f} ms  median {statistics.median(ms):7.1f}"
+            f"  CPU median {statistics.median(cpu[(tree, case)]):6.1f}"
         )
+    for tree in trees:
+        over = statistics.median(cpu[(tree, "core names with RunLog")]) - statistics.median(
+            cpu[(tree, "python -c pass")]
+        )
+        print(f"{tree:>10}  core names with RunLog: {over:.1f} ms of CPU over a bare interpreter")
     for tree in trees:
         run_log = min(times[(tree, "core names with RunLog")]) - min(
             times[(tree, "core names without RunLog")]

@@ -290,7 +290,7 @@ def af_results(messages: Sequence[Any]) -> list[str]:
 # --- loopkit ----------------------------------------------------------------------------------
 
 
-async def run_loopkit(sync: bool) -> tuple[float, list[str], int, str]:
+async def run_loopkit(sync: bool, first_use: bool = False) -> tuple[float, list[str], int, str]:
     from loopkit import (
         ChatClientBuilder,
         ChatMessage,
@@ -302,7 +302,11 @@ async def run_loopkit(sync: bool) -> tuple[float, list[str], int, str]:
     )
 
     # Defaults everywhere: sync tools run in a worker thread, as they would for a user.
-    tools: list[Tool] = prebuilt([FunctionTool(fn) for fn in tool_functions(sync)])
+    # ``first_use``: new tools, used for the first time inside the timed run (their schema and
+    # argument check are built there, as in a program's first run of them).
+    tools: list[Tool] = [FunctionTool(fn) for fn in tool_functions(sync)]
+    if not first_use:
+        tools = prebuilt(tools)
     model = loopkit_model(SCRIPT, FINAL_TEXT)
     client = ChatClientBuilder(model).use_function_invocation(max_rounds=100).build()
     options = ChatOptions(tools=tools)
@@ -410,3 +414,40 @@ def _report(title: str, times: dict[str, list[float]]) -> dict[str, float]:
 def test_loop_overhead(sync: bool) -> None:
     times = asyncio.run(_measure(sync))
     _report(f"Loop overhead, {'sync' if sync else 'async'} tools", times)
+
+
+FIRST_USE: dict[str, Runner] = {
+    "loopkit, tools new": lambda sync: run_loopkit(sync, first_use=True),
+    "agent-framework": run_agent_framework,
+    "agent-framework+layers": lambda sync: run_agent_framework(sync, full_stack=True),
+}
+
+
+async def _measure_first_use() -> dict[str, list[float]]:
+    times: dict[str, list[float]] = {name: [] for name in FIRST_USE}
+    for rep in range(REPEATS + 1):
+        for name, run in FIRST_USE.items():
+            gc.collect()
+            elapsed, results, requests, text = await run(False)
+            assert requests == ROUNDS + 1, f"{name}: {requests} model requests"
+            assert results == EXPECTED_RESULTS, f"{name}: wrong tool results"
+            assert text == FINAL_TEXT, f"{name}: final text {text!r}"
+            if rep > 0:
+                times[name].append(elapsed)
+    return times
+
+
+def test_first_use_of_the_tools() -> None:
+    """A whole 60-round run whose 15 tools are new (made for the run, never used before, as in
+    a program's first run), async tools: loopkit beside Agent Framework, whose tools are made
+    the same way in every run of this file. Goal (issue 27): loopkit at most 0.15 of Agent
+    Framework's time. ``LOOPKIT_BENCH_BASELINE_SRC`` does not apply: run the file with
+    ``PYTHONPATH=<other tree>/src`` for another tree's loopkit."""
+    times = asyncio.run(_measure_first_use())
+    print(f"\nFirst use of the tools: {ROUNDS} rounds, {TOOLS} new tools, median of {REPEATS}")
+    for name, t in times.items():
+        print(f"  {name:<24} {statistics.median(t) * 1000:8.2f} ms/run  (min {min(t) * 1000:.2f})")
+    lk = statistics.median(times["loopkit, tools new"])
+    for peer in ("agent-framework", "agent-framework+layers"):
+        print(f"  loopkit / {peer:<24} {lk / statistics.median(times[peer]):6.3f}")
+    print("  goal (issue 27): loopkit / agent-framework <= 0.15")

@@ -57,9 +57,11 @@ def start_time(pid: int) -> str | None:
 
 
 def _carries(pid: int, marker: bytes) -> bool:
+    # The marker is the variable's name; a process carries it as ``NAME=1``.
+    wanted = marker if marker.endswith(b"=1") else marker + b"=1"
     try:
         with open(f"/proc/{pid}/environ", "rb") as f:
-            return marker in f.read().split(b"\0")
+            return wanted in f.read().split(b"\0")
     except OSError:
         return False
 

@@ -21,6 +21,7 @@ import contextlib
 import os
 import socket
 import sys
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -312,6 +313,9 @@ def _run(args: argparse.Namespace) -> int:
             else:
                 note = f"bearer token from {args.token_file}"
         service = _service(args, launch)
+        # The accessibility bus connection is made while the MCP SDK loads (a thread: the
+        # first tool call then finds it made; the backend's lock orders the two).
+        threading.Thread(target=service.warm_up, name="warm up", daemon=True).start()
         try:
             if sock is not None and address is not None and token is not None:
                 _serve_http(service, sock, address, token, note)

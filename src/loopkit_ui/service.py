@@ -488,6 +488,13 @@ class UIService:
             detail=finished.detail,
         )
 
+    def warm_up(self) -> None:
+        """Let the current backend connect ahead of the first call (where it can: AT-SPI);
+        errors are left for that call."""
+        warm_up = getattr(self.backend, "warm_up", None)
+        if callable(warm_up):
+            warm_up()
+
     def close(self) -> None:
         """Finish a running recording, close the backends and end the applications we
         launched."""

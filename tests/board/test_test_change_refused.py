@@ -20,8 +20,9 @@ import pytest
 
 from loopkit import Card, CardState
 from tests.board.helpers import CARD, ROOT, TOKEN, board_env, copy_card, running_board
+from tests.installed import import_or_unavailable
 
-pytest.importorskip("dbos")
+import_or_unavailable("dbos", install="loopkit[durable]")
 pytestmark = [pytest.mark.integration, pytest.mark.ui]
 
 BEARER = {"authorization": f"Bearer {TOKEN}"}

@@ -14,6 +14,7 @@ import pytest
 
 from loopkit import Card, CardState
 from loopkit.demo.run import bundled_transcripts
+from tests.installed import import_or_unavailable
 
 from .helpers import DemoRun, copy_card, run_demo
 
@@ -138,7 +139,7 @@ def test_the_testers_defects_go_back_to_the_developer(tmp_path: Path, durable: b
     In Test → Done), never Failed in between. With ``--durable`` the same pipeline runs as the
     queue's (each run a durable workflow), in the demo's own process."""
     if durable:
-        pytest.importorskip("dbos")
+        import_or_unavailable("dbos", install="loopkit[durable]")
     first = round_trip_transcripts(tmp_path / "transcripts")
     card = copy_card(tmp_path, CARD)
     run = run_demo(

@@ -18,8 +18,9 @@ from loopkit import Card, CardState
 from tests.demo.helpers import ROOT, copy_card, demo_env, start_demo
 from tests.durable.test_demo_durable import demo, slow_build_config
 from tests.durable.test_durable_test_rows import agent_rows, the_runs_process, wait_for_the_build
+from tests.installed import import_or_unavailable
 
-pytest.importorskip("dbos")
+import_or_unavailable("dbos", install="loopkit[durable]")
 pytestmark = [pytest.mark.integration, pytest.mark.ui]
 
 CARD = "delete-asks-for-confirmation"

@@ -20,8 +20,9 @@ from loopkit.demo.run import bundled_transcripts
 from loopkit_ui.scripts import ResultStore
 from tests.demo.helpers import ROOT, cmdline, copy_card, demo_env, descendants, start_demo
 from tests.durable.test_demo_durable import demo, parent, slow_build_config
+from tests.installed import import_or_unavailable
 
-pytest.importorskip("dbos")
+import_or_unavailable("dbos", install="loopkit[durable]")
 pytestmark = [pytest.mark.integration, pytest.mark.ui]
 
 CARD = "delete-asks-for-confirmation"

@@ -34,6 +34,8 @@ if TYPE_CHECKING:
     # annotation means ``FunctionTool[..., Any]`` and passes ``mypy --strict``.
     from typing_extensions import ParamSpec, TypeVar
 
+    from loopkit.abstractions.simple_arguments import Parameter
+
     #: The wrapped function's parameters and return type (what a direct call type-checks against).
     P = ParamSpec("P", default=...)
     R = TypeVar("R", covariant=True, default=Any)
@@ -170,6 +172,7 @@ class FunctionTool(Generic[P, R]):
         "_is_async",
         "_model",
         "_schema",
+        "_validate",
         "description",
         "name",
         "run_in_thread",
@@ -196,6 +199,7 @@ class FunctionTool(Generic[P, R]):
         self._hints = self._check_signature(fn)
         self._model: type[BaseModel] | None = None
         self._schema: dict[str, Any] | None = None
+        self._validate: Callable[[dict[str, Any]], dict[str, Any]] | None = None
 
     @staticmethod
     def from_function(
@@ -232,25 +236,40 @@ class FunctionTool(Generic[P, R]):
                 )
         return hints
 
-    def _build(self) -> type[BaseModel]:
-        """The argument model and the schema, made once (the first caller builds them)."""
+    def _build(self) -> Callable[[dict[str, Any]], dict[str, Any]]:
+        """The argument check and the schema, made once (the first caller builds them):
+        without a model for simple parameters (:mod:`loopkit.abstractions.simple_arguments`,
+        microseconds), else the pydantic model (milliseconds)."""
         with _BUILD_LOCK:
-            if self._model is None:
-                model = self._build_model()
+            if self._validate is None:
+                from loopkit.abstractions.simple_arguments import simple_arguments
+
+                parameters = self._parameter_list()
+                simple = simple_arguments(parameters)
+                if simple is not None:
+                    self._validate, self._schema = simple
+                    return self._validate
+                model = self._build_model(parameters)
                 try:
                     schema = _clean_schema(model.model_json_schema())
                 except Exception as e:  # a type pydantic validates but cannot describe
                     raise TypeError(
                         f"tool {self.name!r}: the arguments have no JSON schema: {e}"
                     ) from e
-                self._model, self._schema = model, schema
-            return self._model
 
-    def _build_model(self) -> type[BaseModel]:
-        from pydantic import ConfigDict, Field, create_model
-        from pydantic.fields import FieldInfo
+                def validate(arguments: dict[str, Any]) -> dict[str, Any]:
+                    parsed = model.model_validate(arguments)
+                    return {k: getattr(parsed, k) for k in type(parsed).model_fields}
 
-        fields: dict[str, Any] = {}
+                self._model, self._schema, self._validate = model, schema, validate
+            return self._validate
+
+    def _parameter_list(self) -> list[Parameter]:
+        """The parameters with their types, defaults and descriptions (``Annotated`` strings
+        and the docstring's ``Args:``)."""
+        from loopkit.abstractions.simple_arguments import Parameter
+
+        found = []
         for pname, param in inspect.signature(self._fn).parameters.items():
             annotation = self._hints.get(pname, Any)
             description = self._doc_params.get(pname)
@@ -263,6 +282,15 @@ class FunctionTool(Generic[P, R]):
                     description = texts[0]
                 annotation = Annotated[(base, *extra)] if extra else base
             default = ... if param.default is param.empty else param.default
+            found.append(Parameter(pname, annotation, default, description))
+        return found
+
+    def _build_model(self, parameters: list[Parameter]) -> type[BaseModel]:
+        from pydantic import ConfigDict, Field, create_model
+        from pydantic.fields import FieldInfo
+
+        fields: dict[str, Any] = {}
+        for pname, annotation, default, description in parameters:
             if isinstance(default, FieldInfo):
                 info = default
             elif description is not None:
@@ -281,9 +309,9 @@ class FunctionTool(Generic[P, R]):
 
     def validate(self, arguments: dict[str, Any]) -> dict[str, Any]:
         """Check ``arguments`` against the schema; return them converted to the declared types."""
-        model = self._model or self._build()
+        check = self._validate or self._build()
         try:
-            parsed = model.model_validate(arguments)
+            return check(arguments)
         except ValueError as e:  # pydantic's ValidationError is a ValueError
             from pydantic import ValidationError
 
@@ -301,7 +329,6 @@ class FunctionTool(Generic[P, R]):
                 + "; ".join(problems)
                 + f". Expected: {expected or 'no arguments'}."
             ) from None
-        return {k: getattr(parsed, k) for k in type(parsed).model_fields}
 
     async def invoke(self, arguments: dict[str, Any]) -> Any:
         kwargs = self.validate(arguments)

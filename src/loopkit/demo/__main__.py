@@ -5,9 +5,11 @@ through the UI server, commits, and ends with ``RESULT: done`` or ``RESULT: fail
 Without an API key the scripted model plays the card's bundled transcript (every tool call is real).
 
 Every setting and the card are checked before a headless desktop starts or anything is created.
-Without a display the demo re-runs itself inside ``python -m loopkit_ui.session``; that child dies
-with this process (``PR_SET_PDEATHSIG``: SIGTERM, so the run inside stops before it can commit and
-marks its card Failed), even when this process is killed with SIGKILL.
+Without a display the demo starts a headless desktop itself and goes on in a child forked on it
+(``loopkit_ui.session_fork``; where a fork cannot be used it re-runs itself inside ``python -m
+loopkit_ui.session``); that child dies with this process (``PR_SET_PDEATHSIG``: SIGTERM, so the run
+inside stops before it can commit and marks its card Failed), even when this process is killed
+with SIGKILL.
 """
 
 from __future__ import annotations
@@ -64,9 +66,13 @@ from typing import TYPE_CHECKING  # noqa: E402
 
 from loopkit.demo.desktop import STOP_SIGNALS as _STOP_SIGNALS  # noqa: E402
 from loopkit.demo.desktop import needs_headless_desktop as _needs_headless_desktop  # noqa: E402
-from loopkit.demo.desktop import run_in_headless_desktop  # noqa: E402
+from loopkit.demo.desktop import (  # noqa: E402
+    run_forked_in_headless_desktop,
+    run_in_headless_desktop,
+)
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from datetime import datetime
 
     from rich.console import Console
@@ -221,12 +227,23 @@ def exit_status(status: int) -> int:
 
 
 def _rerun_in_headless_desktop(
-    argv: list[str], config: RunnerConfig, card_path: Path | None, which: str | None = None
+    argv: list[str],
+    config: RunnerConfig,
+    card_path: Path | None,
+    which: str | None = None,
+    work: Callable[[], int] | None = None,
 ) -> int:
+    """Run inside a new headless desktop: ``work`` in a child forked there (already checked and
+    imported: no second interpreter), else this command again."""
     from datetime import UTC, datetime, timedelta
 
     since = datetime.now(UTC) - timedelta(seconds=1)  # the database's clock is this host's
-    status = run_in_headless_desktop("loopkit.demo", argv)
+    if work is not None:
+        # A durable run's DBOS (most of a second to import) loads while the desktop starts.
+        prepare = _import_dbos if config.durable else None
+        status = run_forked_in_headless_desktop("loopkit.demo", argv, work, prepare)
+    else:
+        status = run_in_headless_desktop("loopkit.demo", argv)
     if status not in (EXIT_DONE, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INTERRUPTED):
         if config.durable or card_path is None:
             # A durable run's checkpoints survive its process: say what the database has.
@@ -235,6 +252,10 @@ def _rerun_in_headless_desktop(
             return outcome
         _mark_failed_after_a_killed_run(config, card_path, status)
     return exit_status(status)
+
+
+def _import_dbos() -> None:
+    import dbos  # noqa: F401
 
 
 def _after_a_killed_durable_run(
@@ -426,10 +447,27 @@ def _main(argv: list[str]) -> int:
         message = str(e).replace("\n", " ")
         print(f"error: {message}", file=sys.stderr)  # one line; nothing started or created
         return EXIT_BAD_INPUT
-    if _needs_headless_desktop(config.headless):
-        return _rerun_in_headless_desktop(argv, config, args.card)
     run = RunRequest(card, role, args.repo, args.message, then, args.round_trips, frozenset(given))
+    if _needs_headless_desktop(config.headless):
+        return _rerun_in_headless_desktop(
+            argv, config, args.card, work=lambda: _run_in_child(config, run, console)
+        )
     return asyncio.run(_run_until_interrupted(config, run, console))
+
+
+def _run_in_child(config: RunnerConfig, run: RunRequest, console: Console) -> int:
+    """The run in the child forked on the headless desktop: the stop signals as main() sets
+    them, then the run."""
+    import asyncio
+
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, _interrupt)
+    try:
+        return asyncio.run(_run_until_interrupted(config, run, console))
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
 
 
 def _resume(argv: list[str], config: RunnerConfig, which: str | None, console: Console) -> int:

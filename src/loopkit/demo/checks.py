@@ -67,10 +67,10 @@ def check_durable(config: RunnerConfig) -> None:
     """Durable runs can start: DBOS is installed and the database setting makes sense (nothing
     is created here)."""
     from loopkit.durable.errors import DurableError
-    from loopkit.durable.runtime import DEFAULT_DATABASE_FILE, database_url, require_dbos
+    from loopkit.durable.runtime import DEFAULT_DATABASE_FILE, check_dbos_installed, database_url
 
     try:
-        require_dbos()
+        check_dbos_installed()  # imported later, while the desktop starts (demo/__main__.py)
         url = database_url(config.database_url, default=config.runs_dir / DEFAULT_DATABASE_FILE)
     except DurableError as e:
         raise ConfigError(str(e)) from None

@@ -1,8 +1,11 @@
 """Running a loopkit command inside a headless desktop of its own (Linux).
 
-The desktop (Xvfb + a private D-Bus + AT-SPI) is ``loopkit_ui``'s; loopkit reaches it as a command
-(``python -m loopkit_ui.session -- python -m MODULE ...``), never as an import. The demo and the
-worker (``python -m loopkit.worker``) both re-run themselves this way.
+The desktop (Xvfb + a private D-Bus + AT-SPI) is ``loopkit_ui``'s. The worker
+(``python -m loopkit.worker``) re-runs itself inside it as a command (``python -m
+loopkit_ui.session -- python -m MODULE ...``); the demo's run, which has checked its settings
+and imported what it needs by then, goes on in a child forked on the desktop
+(:func:`run_forked_in_headless_desktop`), which spares it a second interpreter that would import
+and check all of it again (half a second or more of the user's command).
 """
 
 from __future__ import annotations
@@ -17,11 +20,18 @@ import threading
 from collections.abc import Callable
 from types import FrameType
 
-__all__ = ["STOP_SIGNALS", "needs_headless_desktop", "run_in_headless_desktop"]
+__all__ = [
+    "STOP_SIGNALS",
+    "needs_headless_desktop",
+    "run_forked_in_headless_desktop",
+    "run_in_headless_desktop",
+]
 
 #: The signals that stop a run cleanly (passed on to the command inside the desktop).
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 _PR_SET_PDEATHSIG = 1
+#: The process name (``/proc/PID/comm``) of a run forked on the desktop.
+RUN_PROCESS_NAME = "loopkit-run"
 #: Set in the environment of the command inside the desktop (so it does not start another).
 IN_SESSION_VARIABLE = "LOOPKIT_IN_HEADLESS_SESSION"
 
@@ -100,3 +110,24 @@ def run_in_headless_desktop(module: str, argv: list[str]) -> int:
         finally:
             signal.pthread_sigmask(signal.SIG_SETMASK, mask)
     return proc.wait()
+
+
+def run_forked_in_headless_desktop(
+    module: str,
+    argv: list[str],
+    work: Callable[[], int],
+    prepare: Callable[[], object] | None = None,
+) -> int:
+    """Run ``work()`` in a child forked on a new headless desktop and return its status as
+    :func:`run_in_headless_desktop` does (a signal is 128+N). The child dies with this process
+    (SIGTERM, even when this one is killed with SIGKILL); a stop signal is passed on to it. Where
+    a fork cannot be used (not Linux, another thread running) ``python -m module *argv`` is
+    re-run inside the desktop instead. ``prepare()`` runs while the desktop starts (see
+    :func:`loopkit_ui.session_fork.run_forked_on_desktop`)."""
+    from loopkit_ui.session_fork import can_fork, run_forked_on_desktop
+
+    if not can_fork():
+        return run_in_headless_desktop(module, argv)
+    return run_forked_on_desktop(
+        work, env={IN_SESSION_VARIABLE: "1"}, name=RUN_PROCESS_NAME, prepare=prepare
+    )

@@ -20,7 +20,7 @@ import json
 from collections.abc import AsyncIterator, Iterator, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.markup import escape
@@ -54,8 +54,10 @@ from loopkit.demo.run import (
     first_line,
     local_tools,
     make_model,
+    remembered_ui,
     role_memory,
     transcript_for,
+    ui_server_for,
 )
 from loopkit.demo.tester import end_test_run, tester_tools
 from loopkit.demo.workspace import ScratchRepo, create_scratch_repo, open_scratch_repo
@@ -78,6 +80,9 @@ from loopkit.errors import CardError
 from loopkit.middleware.delegating import DelegatingChatClient
 from loopkit.middleware.run_log import RunLog
 from loopkit.providers.scripted import ScriptedChatClient
+
+if TYPE_CHECKING:
+    from loopkit.cards.early_source import EarlyToolSource
 
 __all__ = [
     "CARD_RUN_NOTICE",
@@ -189,6 +194,26 @@ def _shown(run_id: str, log: RunLog, config: RunnerConfig) -> Iterator[None]:
         yield
 
 
+def _early_ui(config: RunnerConfig, role: Role, scratch: ScratchRepo) -> EarlyToolSource | None:
+    """The run's UI server, starting now; its remembered tool list lets the first request go
+    without waiting for it (as in :func:`~loopkit.demo.run.run_demo`)."""
+    if not role.has("ui"):
+        return None
+    from loopkit.cards.early_source import EarlyToolSource
+    from loopkit.cards.runner import MCPToolSource
+
+    ui = EarlyToolSource(
+        MCPToolSource(ui_server_for(config, scratch.run_dir)), remembered_ui(config)
+    )
+    ui.start()
+    return ui
+
+
+async def _close_unentered(ui: EarlyToolSource | None) -> None:
+    if ui is not None:
+        await ui.aclose()  # when the run never entered it (it closes what it entered)
+
+
 @durable_workflow(CARD_RUN_WORKFLOW, notice=CARD_RUN_NOTICE)
 async def card_run_workflow(request: dict[str, Any]) -> dict[str, Any]:
     """One card run as a durable workflow: ``request`` is a
@@ -209,10 +234,11 @@ async def card_run_workflow(request: dict[str, Any]) -> dict[str, Any]:
     durable.interrupted_logged = _last_line_type(log_path) == "interrupted"
     verification: str | None = None
     tester: Any = None
+    role = find_role(config, req.role)
+    ui = _early_ui(config, role, scratch)  # starts while the rest is made (see run_demo)
     with DurableRunLog(log_path) as log:
         durable.on_event = lambda kind, data: log.write(kind, **data)
         try:
-            role = find_role(config, req.role)
             played = transcript_for(config, card_path, role.name) if config.scripted else None
             tools = local_tools(config, scratch, role)
             if role.has("tester"):
@@ -228,8 +254,10 @@ async def card_run_workflow(request: dict[str, Any]) -> dict[str, Any]:
                 done_state=CardState.IN_TEST if tested_next else CardState.DONE,
                 # A tester whose defects go back to the developer leaves the card In Work.
                 failed_state=CardState.IN_WORK if defects_go_back(req) else CardState.FAILED,
+                ui=ui,
             )  # fmt: skip
         except Exception as e:  # the settings do not work in this process (a key, a module)
+            await _close_unentered(ui)
             result = RunResult(status="failed", reason=f"{type(e).__name__}: {e}")
             ended = await finish_card_run(card, result, log)
             totals, card_state = ended["totals"], ended["card_state"]
@@ -241,6 +269,8 @@ async def card_run_workflow(request: dict[str, Any]) -> dict[str, Any]:
             except BaseException as e:
                 _test_run_stopped(tester, e, durable)
                 raise
+            finally:
+                await _close_unentered(ui)
             end_test_run(tester, outcome)  # the findings row: the real verdict, also resumed
             result, totals = outcome.result, outcome.totals
             card_state = outcome.card.state.value if outcome.card else CardState.FAILED.value

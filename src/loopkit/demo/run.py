@@ -63,6 +63,7 @@ from loopkit.errors import CardError, describe_validation_error
 if TYPE_CHECKING:
     from loopkit.cards import CardRunner, ToolSource
     from loopkit.mcp.config import MCPServerConfig
+    from loopkit.mcp.remembered_tools import RememberedToolList
     from loopkit.middleware.run_log import RunLog
 
 # The runner (the agent layer, MCP, retries, the run log) is imported by the functions that use it:
@@ -310,6 +311,17 @@ def card_runner(
     )
 
 
+def remembered_ui(config: RunnerConfig) -> RememberedToolList | None:
+    """The UI server's tool list from an earlier start of the same code, so the first request
+    does not wait for the server (which then starts while the run reads the code)."""
+    from loopkit.mcp.remembered_tools import RememberedToolList
+
+    ui = config.ui_server
+    if ui.command is None:
+        return None
+    return RememberedToolList.for_python_server(ui.command, cwd=ui.cwd, packages=["loopkit"])
+
+
 def _set_up(
     config: RunnerConfig,
     card_path: Path,
@@ -413,7 +425,7 @@ async def run_card(
     run_dir = new_run_dir(config.runs_dir, name)
     ui: EarlyToolSource | None = None
     if role.has("ui"):
-        ui = EarlyToolSource(MCPToolSource(ui_server_for(config, run_dir)))
+        ui = EarlyToolSource(MCPToolSource(ui_server_for(config, run_dir)), remembered_ui(config))
         ui.start()
     recorder: TranscriptRecorder | None = None
     try:

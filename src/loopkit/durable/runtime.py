@@ -36,6 +36,7 @@ __all__ = [
     "DATABASE_URL_VARIABLE",
     "DEFAULT_DATABASE_FILE",
     "DurableRuntime",
+    "check_dbos_installed",
     "database_url",
     "executor_alive",
     "process_executor_id",
@@ -52,6 +53,22 @@ DEFAULT_DATABASE_FILE = "loopkit.sqlite"
 APPLICATION_VERSION = "loopkit-durable-1"
 APP_NAME = "loopkit"
 _INSTALL = "pip install 'loopkit[durable]'"
+
+
+#: Seconds between DBOS's looks for notifications on SQLite (its default is 1.0).
+_SQLITE_POLL_S = 0.05
+
+
+def check_dbos_installed() -> None:
+    """A :class:`DurableError` that says how to install DBOS when it is not installed; nothing
+    is imported (``import dbos`` takes most of a second: a caller can do it while it waits for
+    something else)."""
+    import importlib.util
+
+    if importlib.util.find_spec("dbos") is None:
+        raise DurableError(
+            f"durable runs need DBOS, which is not installed; install the durable extra: {_INSTALL}"
+        )
 
 
 def require_dbos() -> Any:
@@ -220,6 +237,11 @@ class DurableRuntime:
             "log_level": self.log_level,
             "max_executor_threads": self.max_threads,
         }
+        if self.database_url.startswith("sqlite:///"):
+            # DBOS polls SQLite for notifications in a thread that sleeps this long between
+            # looks, and stopping joins it: at its default (1 s) every stop took about a second.
+            # A look with nothing awaited is no query at all.
+            config["notification_listener_polling_interval_sec"] = _SQLITE_POLL_S
         config["system_database_engine"] = self._engine = self._make_engine()
         return config
 

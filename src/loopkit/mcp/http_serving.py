@@ -47,8 +47,6 @@ def serve_http(
     verifier = StaticTokenVerifier(token)
     server = build(verifier.auth_settings(url), verifier)
     app = server.streamable_http_app(transport_security=address.transport_security(port))
-    print(f"{label} MCP server on {url}/mcp", flush=True)
-    print(note, flush=True)
     print(f"accepted Host values: {', '.join(address.accepted_hosts(port))}", file=sys.stderr)
     if not address.loopback:
         print(
@@ -64,4 +62,12 @@ def serve_http(
     if hasattr(signal, "SIGHUP"):
         # uvicorn shuts down gracefully on SIGTERM only: route SIGHUP there.
         signal.signal(signal.SIGHUP, lambda signum, frame: signal.raise_signal(signal.SIGTERM))
-    anyio.run(lambda: uv_server.serve(sockets=[sock]))
+
+    async def serve() -> None:
+        # Said once the event loop runs: a stop signal sent as soon as the address is read
+        # lands in a running loop, never in one being made (which left a traceback behind).
+        print(f"{label} MCP server on {url}/mcp", flush=True)
+        print(note, flush=True)
+        await uv_server.serve(sockets=[sock])
+
+    anyio.run(serve)

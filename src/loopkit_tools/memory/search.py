@@ -115,7 +115,7 @@ class NoteIndex:
         # The stamps this object last brought the index to: when the files still have them,
         # a search needs no query of the stamps table (another process's refresh only ever
         # brings the index to the same files).
-        self._known: dict[str, tuple[int, int, int]] | None = None
+        self._known: dict[str, tuple[int, int, int, int]] | None = None
 
     def close(self) -> None:
         """Close the index file."""

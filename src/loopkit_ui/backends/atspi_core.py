@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import time
@@ -194,6 +195,16 @@ class AtspiCore:
                 "give a pid or a more specific app name"
             )
         return found[0] if found else None
+
+    def warm_up(self) -> None:
+        """Connect to the accessibility bus and wake its registry now (the bus starts the
+        registry daemon on first use), so the first call does not pay for either. Errors are
+        left for that call to meet."""
+        with contextlib.suppress(Exception), self._lock:
+            client = self._connect()
+            client.call(
+                C.REGISTRY, C.REGISTRY_ROOT, C.ACCESSIBLE, "GetChildren", timeout=self.timeout
+            )
 
     def attach(self) -> AppInfo:
         """Find the application (waiting up to ``attach_timeout`` for it to register)."""
