@@ -105,7 +105,11 @@ MUTATION_TARGETS: dict[str, tuple[list[str], list[str]]] = {
     # durable runs on a SQLite file with the run interrupted and resumed in one process.
     "board": (
         ["src/loopkit_board/auth.py", "src/loopkit_board/gate.py"],
-        ["tests/board/test_pinned_login.py", "tests/board/test_pinned_auth.py"],
+        [
+            "tests/board/test_pinned_login.py",
+            "tests/board/test_pinned_auth.py",
+            "tests/board/test_pinned_gate.py",
+        ],
     ),
     "durable": (
         [
