@@ -129,6 +129,7 @@ MUTATION_TARGETS: dict[str, tuple[list[str], list[str]]] = {
             "tests/core/test_pinned_compaction.py",
             "tests/core/test_compaction_plan.py",
             "tests/core/test_compaction_bookkeeping.py",
+            "tests/core/test_compaction_window_and_summary.py",
         ],
     ),
 }

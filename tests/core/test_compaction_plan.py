@@ -16,10 +16,9 @@ the reference can recompute.
 
 from __future__ import annotations
 
-import json
 import random
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pytest
@@ -33,37 +32,21 @@ from loopkit import (
     FunctionChatClient,
     FunctionResultContent,
     TextContent,
-    tool,
+    UsageDetails,
 )
 from loopkit.middleware.compaction import CompactionChatClient, CompactionOptions
 from loopkit.middleware.conversation_steps import head_end, result_stub, steps
 from loopkit.middleware.token_estimate import MESSAGE_OVERHEAD
 from loopkit.run_context import RunEvent, run_scope
 
+from .compaction_exact import chars, read, units, write
+
 SUMMARY_TEXT = "S."
 HEADER = "Summary of the earlier conversation"
-
-
-def chars(messages: Sequence[ChatMessage], options: ChatOptions | None = None, /) -> int:
-    """An exact, additive estimate: 10 a message plus the characters of what it holds."""
-    total = 0
-    for m in messages:
-        total += 10
-        for c in m.contents:
-            if isinstance(c, TextContent):
-                total += len(c.text)
-            elif isinstance(c, FunctionCallContent):
-                total += len(c.name) + len(json.dumps(c.arguments))
-            elif isinstance(c, FunctionResultContent):
-                total += len(c.result)
-    if options is not None:
-        for t in options.tools:
-            total += len(t.name) + len(t.description) + len(json.dumps(t.parameters))
-    return total
-
-
-def units(messages: Sequence[ChatMessage], options: ChatOptions | None = None) -> int:
-    return sum(chars([m]) for m in messages) + (chars([], options) if options else 0)
+SUMMARY_HEADER_TEXT = (
+    "Summary of the earlier conversation (condensed to save space; the task above and the "
+    "latest steps are verbatim):\n"
+)
 
 
 # -- the reference ------------------------------------------------------------------------------
@@ -95,10 +78,14 @@ def expected(
     before: Compacted,
     tools: int = 0,
     summary_cost: int = 0,
+    scale: float = 1.0,
+    trace: list[tuple[str, float]] | None = None,
 ) -> tuple[Compacted, bool]:
     """The plan for ``messages`` after the compaction ``before`` (whose summary message costs
-    ``summary_cost``); True when a new summary is made."""
-    target = options.target_at
+    ``summary_cost``), with the provider counting ``scale`` tokens a unit of the estimate; True
+    when a new summary is made. ``trace`` receives every total compared with the target."""
+    target = options.target_at / scale
+    checked = trace if trace is not None else []
     head = head_end(messages)
     start = max(head, before.summary_end)
     keep_verbatim = pinned(messages, head)
@@ -131,10 +118,11 @@ def expected(
     def pinned_cost(a: int, b: int) -> int:
         return sum(cost[i] for i in keep_verbatim if a <= i < b)
 
-    def elide_from(first: int, total: int) -> tuple[dict[tuple[int, int], str], int]:
+    def elide_from(first: int, total: float, kind: str) -> tuple[dict[tuple[int, int], str], float]:
         new = {}
         for found in eligible[first:]:
             for i, j in found:
+                checked.append((kind, total))
                 if total <= target:
                     return new, total
                 c = messages[i].contents[j]
@@ -143,10 +131,11 @@ def expected(
         return new, total
 
     fixed = sum(cost[:head]) + tools + pinned_cost(head, start) + summary_cost
-    new, total = elide_from(0, fixed + sum(current))
+    new, total = elide_from(0, fixed + sum(current), "plain")
+    checked.append(("plain", total))
     if total <= target or not options.summarize or not movable:
         return Compacted({**before.elided, **new}, before.summary_end), False
-    reserve = options.summary_max_tokens + MESSAGE_OVERHEAD + 30  # its header and overhead
+    reserve = options.summary_max_tokens / scale + MESSAGE_OVERHEAD + 30  # header and overhead
     base = sum(cost[:head]) + tools + pinned_cost(head, start)
     most = [
         current[k] - sum(saved(messages[i].contents[j]) for i, j in eligible[k])
@@ -156,24 +145,28 @@ def expected(
     n = len(movable)
     for count in range(1, len(movable) + 1):
         verbatim = pinned_cost(start, movable[count - 1][1])
+        checked.append(("summary", base + verbatim + reserve + sum(most[count:]) + rest))
         if base + verbatim + reserve + sum(most[count:]) + rest <= target:
             n = count
             break
     end = movable[n - 1][1]
-    new, _ = elide_from(n, base + pinned_cost(start, end) + reserve + sum(current[n:]))
+    new, _ = elide_from(n, base + pinned_cost(start, end) + reserve + sum(current[n:]), "summary")
     kept = {k: v for k, v in before.elided.items() if k[0] >= end}
     return Compacted({**kept, **new}, end), True
 
 
-def forwarded(messages: Sequence[ChatMessage], plan: Compacted) -> list[tuple[str, str]]:
-    """The request the plan makes, as (role, text with results) pairs; the summary as HEADER."""
+def forwarded(
+    messages: Sequence[ChatMessage], plan: Compacted, made_for: Sequence[ChatMessage] | None = None
+) -> list[tuple[str, str]]:
+    """The request the plan makes, as (role, text with results) pairs; the summary as HEADER.
+    ``made_for``: the conversation the plan was made for, when ``messages`` grew since (what
+    stayed verbatim before its summary was decided then)."""
     head = head_end(messages)
     out: list[tuple[str, str]] = [describe(m) for m in messages[:head]]
     start = head
     if plan.summary_end:
-        out += [
-            describe(messages[i]) for i in sorted(pinned(messages, head)) if i < plan.summary_end
-        ]
+        kept = pinned(made_for or messages, head)
+        out += [describe(messages[i]) for i in sorted(kept) if i < plan.summary_end]
         out.append(("user", HEADER))
         start = plan.summary_end
     for i in range(start, len(messages)):
@@ -232,7 +225,12 @@ def conversation(rng: random.Random, steps_count: int, first_call: int = 0) -> l
 
 
 class Recorder:
-    def __init__(self) -> None:
+    """The model: records each request and summary request; reports an input of exactly
+    ``scale`` times the request's estimate (none when ``scale`` is None)."""
+
+    def __init__(self, scale: int | None = None, summary: str = SUMMARY_TEXT) -> None:
+        self.scale = scale
+        self.summary = summary
         self.requests: list[list[ChatMessage]] = []
         self.summaries: list[list[ChatMessage]] = []
         self.client = FunctionChatClient(self.reply)
@@ -240,17 +238,46 @@ class Recorder:
 
     def reply(self, messages: Sequence[ChatMessage], options: ChatOptions | None) -> ChatResponse:
         self.requests.append(list(messages))
-        return ChatResponse(messages=[ChatMessage.from_text(ChatRole.ASSISTANT, "ok")])
+        usage = None
+        if self.scale is not None:
+            usage = UsageDetails(input_tokens=self.scale * units(messages, options))
+        return ChatResponse(messages=[ChatMessage.from_text(ChatRole.ASSISTANT, "ok")], usage=usage)
 
     def summarise(self, messages: Sequence[ChatMessage], options: ChatOptions | None) -> str:
         self.summaries.append(list(messages))
-        return SUMMARY_TEXT
+        return self.summary
 
 
-def random_options(rng: random.Random, total: int) -> CompactionOptions:
+@dataclass
+class Case:
+    """One random run: the conversation, the options, the tools, the provider's scale."""
+
+    messages: list[ChatMessage]
+    options: CompactionOptions
+    request_options: ChatOptions | None
+    scale: int
+    tools: int
+    #: What the summariser writes (a long one weighs on the plans after it).
+    summary: str = SUMMARY_TEXT
+
+
+def random_case(rng: random.Random, steps_count: int) -> Case:
+    head = [
+        ChatMessage.from_text(ChatRole.SYSTEM, "You review code."),
+        ChatMessage.from_text(ChatRole.USER, "Review the modules."),
+    ]
+    messages = head + conversation(rng, steps_count)
+    request_options = ChatOptions(tools=[read, write]) if rng.random() < 0.4 else None
+    tools = chars([], request_options) if request_options else 0
+    scale = rng.choice([1, 1, 2])
+    options = random_options(rng, scale * (units(messages) + tools))
+    return Case(messages, options, request_options, scale, tools)
+
+
+def random_options(rng: random.Random, total: int, target: int | None = None) -> CompactionOptions:
     return CompactionOptions(
         trigger_tokens=total - 1,
-        target_tokens=int(total * rng.uniform(0.15, 0.9)),
+        target_tokens=target or int(total * rng.uniform(0.15, 0.9)),
         keep_recent_steps=rng.randint(1, 4),
         summarize=rng.random() < 0.75,
         summary_max_tokens=rng.choice([16, 100, 300]),
@@ -258,99 +285,140 @@ def random_options(rng: random.Random, total: int) -> CompactionOptions:
     )
 
 
+def on_the_boundary(rng: random.Random, case: Case, plan: Any, kind: str | None = None) -> Case:
+    """The case with its target moved onto one of the totals its plan compares with the target
+    (so the plan turns on "at the target is enough"; ``kind``: only totals of the plan without
+    or with a new summary), when one can be found."""
+    for _ in range(4):
+        found: list[tuple[str, float]] = []
+        plan(case, found)
+        trace = [t for k, t in found if kind in (None, k)]
+        candidates = [t for t in trace if t * case.scale == int(t * case.scale) and t > 0]
+        candidates = [t for t in candidates if int(t * case.scale) < case.options.trigger_at]
+        if not candidates:
+            return case
+        target = int(rng.choice(candidates) * case.scale)
+        moved = replace(case, options=replace(case.options, target_tokens=target))
+        check: list[tuple[str, float]] = []
+        plan(moved, check)
+        if target / case.scale in [t for k, t in check if kind in (None, k)]:
+            return moved
+        case = moved
+    return case
+
+
 def summary_message_cost(sent: Sequence[ChatMessage]) -> int:
     return sum(chars([m]) for m in sent if m.text.startswith(HEADER))
 
 
-@pytest.mark.parametrize("seed", range(60))
+async def run_case(case: Case, *requests: list[ChatMessage]) -> tuple[Recorder, list[list[Any]]]:
+    """Send a calibration request (when the provider's scale is not 1), then ``requests``, in
+    one run; the model and the compaction events of each request."""
+    model = Recorder(scale=case.scale, summary=case.summary)
+    client = CompactionChatClient(
+        model.client, case.options, summarizer=model.writer, estimator=chars
+    )
+    per_request: list[list[Any]] = []
+    with run_scope() as run:
+        events: list[RunEvent] = []
+        run.subscribe(lambda e: events.append(e) if e.type == "compaction" else None)
+        if case.scale != 1:
+            await client.get_response(case.messages[:2], case.request_options)
+            model.requests.clear()
+        for messages in requests:
+            before = len(events)
+            await client.get_response(messages, case.request_options)
+            per_request.append(events[before:])
+    return model, per_request
+
+
+@pytest.mark.parametrize("seed", range(150))
 async def test_one_compaction_sends_exactly_the_documented_plan(seed: int) -> None:
     rng = random.Random(seed)
-    head = [
-        ChatMessage.from_text(ChatRole.SYSTEM, "You review code."),
-        ChatMessage.from_text(ChatRole.USER, "Review the modules."),
-    ]
-    messages = head + conversation(rng, rng.randint(2, 14))
-    options = random_options(rng, units(messages))
-    model = Recorder()
-    client = CompactionChatClient(model.client, options, summarizer=model.writer, estimator=chars)
-    events: list[RunEvent] = []
-    with run_scope() as run:
-        run.subscribe(events.append)
-        await client.get_response(messages)
-    plan, summarised = expected(messages, options, Compacted())
+    case = random_case(rng, rng.randint(2, 14))
+
+    def plan(c: Case, trace: list[tuple[str, float]] | None = None) -> tuple[Compacted, bool]:
+        return expected(
+            c.messages, c.options, Compacted(), tools=c.tools, scale=c.scale, trace=trace
+        )
+
+    if rng.random() < 0.5:
+        case = on_the_boundary(rng, case, plan)
+    model, [events] = await run_case(case, case.messages)
+    messages = case.messages
+    expect, summarised = plan(case)
     [sent] = model.requests
-    assert [describe(m) for m in sent] == forwarded(messages, plan)
+    assert [describe(m) for m in sent] == forwarded(messages, expect)
     assert len(model.summaries) == int(summarised)
-    if not plan.elided and not summarised:
+    if not expect.elided and not summarised:
         assert events == []
         return
     [event] = events
-    assert event.data["tokens_before"] == units(messages)
-    assert event.data["tokens_after"] == units(sent)
-    assert event.data["elided_results"] == len(plan.elided)
+    assert event.data["tokens_before"] == case.scale * (units(messages) + case.tools)
+    assert event.data["tokens_after"] == case.scale * (units(sent) + case.tools)
+    assert event.data["elided_results"] == len(expect.elided)
     head_size = head_end(messages)
     dropped = sum(
-        1 for i in range(head_size, plan.summary_end) if i not in pinned(messages, head_size)
+        1 for i in range(head_size, expect.summary_end) if i not in pinned(messages, head_size)
     )
     assert event.data["summarised_messages"] == dropped
-    strategy = "+".join(s for s, on in (("elide", plan.elided), ("summary", summarised)) if on)
+    strategy = "+".join(s for s, on in (("elide", expect.elided), ("summary", summarised)) if on)
     assert event.data["strategy"] == strategy
 
 
-@pytest.mark.parametrize("seed", range(40))
+@pytest.mark.parametrize("seed", range(150))
 async def test_a_second_compaction_keeps_the_first_and_plans_the_rest(seed: int) -> None:
     rng = random.Random(1000 + seed)
-    head = [
-        ChatMessage.from_text(ChatRole.SYSTEM, "You review code."),
-        ChatMessage.from_text(ChatRole.USER, "Review the modules."),
-    ]
-    first = head + conversation(rng, rng.randint(3, 10))
-    options = random_options(rng, units(first))
-    model = Recorder()
-    client = CompactionChatClient(model.client, options, summarizer=model.writer, estimator=chars)
+    case = random_case(rng, rng.randint(3, 10))
+    case.summary = rng.choice([SUMMARY_TEXT, "S" * 1500])
+    first = case.messages
     grown = first + conversation(rng, rng.randint(3, 10), first_call=1000)
-    events: list[RunEvent] = []
-    with run_scope() as run:
-        run.subscribe(events.append)
-        await client.get_response(first)
-        after_first = list(events)
-        await client.get_response(grown)
-    second_events = events[len(after_first) :]
-    plan1, _ = expected(first, options, Compacted())
+
+    def plan(c: Case, trace: list[tuple[str, float]] | None = None) -> tuple[Compacted, bool]:
+        plan1, _ = expected(first, c.options, Compacted(), tools=c.tools, scale=c.scale)
+        # the summary's message: its header and what the summariser wrote
+        cost = chars([ChatMessage.from_text(ChatRole.USER, SUMMARY_HEADER_TEXT + c.summary)])
+        return expected(
+            grown,
+            c.options,
+            plan1,
+            tools=c.tools,
+            summary_cost=cost if plan1.summary_end else 0,
+            scale=c.scale,
+            trace=trace,
+        )
+
+    if rng.random() < 0.5:
+        # half of them on a boundary of the plan without a new summary: after a summary, that
+        # plan counts the summary's message
+        case = on_the_boundary(rng, case, plan, rng.choice([None, "plain"]))
+    model, (_, second_events) = await run_case(case, first, grown)
+    plan1, _ = expected(first, case.options, Compacted(), tools=case.tools, scale=case.scale)
     assert [describe(m) for m in model.requests[0]] == forwarded(first, plan1)
+    if plan1.summary_end:
+        assert summary_message_cost(model.requests[0]) == chars(
+            [ChatMessage.from_text(ChatRole.USER, SUMMARY_HEADER_TEXT + case.summary)]
+        )
     second = model.requests[1]
     if not second_events:
         # Not compacted again: the first request's prefix, then the new messages as they are.
         assert second[: len(model.requests[0])] == model.requests[0]
-        assert [describe(m) for m in second] == forwarded(grown, plan1)
+        assert [describe(m) for m in second] == forwarded(grown, plan1, made_for=first)
         return
-    cost = summary_message_cost(model.requests[0])
-    plan2, summarised = expected(grown, options, plan1, summary_cost=cost)
+    plan2, summarised = plan(case)
     assert [describe(m) for m in second] == forwarded(grown, plan2)
     [event] = second_events
-    assert event.data["tokens_after"] == units(second)
+    assert event.data["tokens_after"] == case.scale * (units(second) + case.tools)
     head_size = head_end(grown)
     old_end = plan1.summary_end or head_size
     dropped = sum(1 for i in range(old_end, plan2.summary_end) if i not in pinned(grown, head_size))
     assert event.data["summarised_messages"] == (dropped if summarised else 0)
     if summarised and plan1.summary_end:
         # the earlier summary is folded into the new one
-        assert f"Earlier summary:\n{SUMMARY_TEXT}" in model.summaries[-1][1].text
+        assert f"Earlier summary:\n{case.summary}" in model.summaries[-1][1].text
 
 
 # -- tools count toward the request -------------------------------------------------------------
-
-
-@tool
-def read(path: str) -> str:
-    """Read a file from the repository, with line numbers, for review."""
-    return path
-
-
-@tool
-def write(path: str, text: str, overwrite: bool = False) -> str:
-    """Write a file."""
-    return path
 
 
 async def test_the_tool_schemas_count_toward_the_trigger_and_the_target() -> None:
