@@ -1,0 +1,400 @@
+"""A resumed durable run, in one process on a real SQLite database (the mutation run's `durable`
+target): the conversation it rebuilds is the one the model saw, tool failures come back as they
+were, the model is told of the resume once (and that notice is part of the record), the run log
+is written once, checkpoints of the application's own work run once.
+
+Each execution is a runtime (DBOS) of its own, with its own executor id; an execution is
+interrupted by cancelling its task inside a model request (the run stays pending, as after a
+kill) and the next runtime takes the run over (``resume(force=True)``: an executor id that names
+no process cannot be checked). tests/durable/test_kill_resume.py kills real processes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from loopkit import (
+    Agent,
+    ChatMessage,
+    ChatOptions,
+    ChatResponse,
+    ChatRole,
+    FunctionCallContent,
+    FunctionChatClient,
+    RunLogChatClient,
+    ToolError,
+)
+from loopkit.abstractions.tools import FunctionTool
+from tests.installed import import_or_unavailable
+
+import_or_unavailable("dbos", install="loopkit[durable]")
+
+from loopkit.durable import (  # noqa: E402  (needs dbos)
+    DEFAULT_NOTICE,
+    DurableChatClient,
+    DurableError,
+    DurableRunLog,
+    DurableRuntime,
+    DurableTool,
+    active_runs,
+    current_durable_run,
+    durable_step,
+    durable_tools,
+    durable_workflow,
+)
+
+pytestmark = pytest.mark.integration
+
+
+@dataclass
+class Plan:
+    """What the workflows do in this test (set before each execution)."""
+
+    log_path: Path = Path("unset")
+    #: Model turns: a list of (tool, arguments) calls, or the final text.
+    turns: list[Any] = field(default_factory=list)
+    hang_at: int = 0
+    reached: asyncio.Event = field(default_factory=asyncio.Event)
+    #: What each live model request received: request number → [(role, text)].
+    received: dict[int, list[tuple[str, str]]] = field(default_factory=dict)
+    tool_runs: list[str] = field(default_factory=list)
+    step_runs: int = 0
+    events: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    interrupted_logged: bool = False
+
+
+PLAN = Plan()
+
+
+def seen(message: ChatMessage) -> tuple[str, str]:
+    parts = [message.text] + [f"{c.name}:{c.call_id}" for c in message.function_calls]
+    parts += [f"{r.call_id}={r.result}" for r in message.function_results]
+    return (message.role.value, " ".join(p for p in parts if p))
+
+
+async def model(messages: Sequence[ChatMessage], options: ChatOptions | None) -> ChatResponse:
+    number = 1 + sum(1 for m in messages if m.role == ChatRole.ASSISTANT)
+    PLAN.received[number] = [seen(m) for m in messages]
+    if number == PLAN.hang_at:
+        PLAN.reached.set()
+        await asyncio.Event().wait()  # interrupted here
+    turn = PLAN.turns[number - 1]
+    if isinstance(turn, str):
+        return ChatResponse(messages=[ChatMessage.from_text(ChatRole.ASSISTANT, turn)])
+    calls = [
+        FunctionCallContent(call_id=f"r{number}-{i}", name=name, arguments=args)
+        for i, (name, args) in enumerate(turn)
+    ]
+    return ChatResponse(messages=[ChatMessage(role=ChatRole.ASSISTANT, contents=calls)])
+
+
+def work(n: int) -> str:
+    """Work."""
+    PLAN.tool_runs.append(f"work {n}")
+    return f"worked {n}"
+
+
+def refuse(n: int) -> str:
+    """Refuse."""
+    PLAN.tool_runs.append(f"refuse {n}")
+    raise ToolError(f"refused {n}: ask for less")
+
+
+def crash(n: int) -> str:
+    """Crash."""
+    PLAN.tool_runs.append(f"crash {n}")
+    raise ValueError(f"crashed on {n}")
+
+
+def prepare() -> Any:
+    PLAN.step_runs += 1
+    return {"pair": (1, 2), "text": "é"}
+
+
+TOOLS = [FunctionTool.from_function(f) for f in (work, refuse, crash)]
+
+
+@durable_workflow("tests.resume.agent")
+async def agent_workflow() -> dict[str, Any]:
+    durable = current_durable_run()
+    assert durable is not None
+    durable.on_event = lambda kind, data: PLAN.events.append((kind, data))
+    durable.interrupted_logged = PLAN.interrupted_logged
+    prepared = await durable_step("tests.prepare", prepare)
+    with DurableRunLog(PLAN.log_path, environ={}) as log:
+        agent = Agent(
+            DurableChatClient(FunctionChatClient(model)),
+            tools=durable_tools(TOOLS),
+            middleware=[lambda inner: RunLogChatClient(inner, log)],
+            include_detailed_errors=True,
+            max_consecutive_errors=10,
+        )
+        result = await agent.run("do the work")
+    return {"output": result.output, "prepared": prepared, "rounds": result.rounds}
+
+
+@durable_workflow("tests.resume.quiet", notice=None)
+async def quiet_workflow() -> str:
+    agent = Agent(DurableChatClient(FunctionChatClient(model)), tools=durable_tools(TOOLS))
+    return (await agent.run("do the work")).output
+
+
+@durable_workflow("tests.resume.step-first")
+async def step_first_workflow() -> Any:
+    durable = current_durable_run()
+    assert durable is not None
+    durable.on_event = lambda kind, data: PLAN.events.append((kind, data))
+    durable.interrupted_logged = PLAN.interrupted_logged
+    first = await durable_step("tests.first", prepare)
+    second = await durable_step("tests.second", hang_then_value)
+    return [first, second]
+
+
+async def hang_then_value() -> int:
+    PLAN.step_runs += 1
+    if PLAN.hang_at:
+        PLAN.reached.set()
+        await asyncio.Event().wait()
+    return 42
+
+
+@durable_workflow("tests.resume.bad-step")
+async def bad_step_workflow() -> str:
+    try:
+        await durable_step("tests.bad", lambda: {"a set": {1, 2}})
+    except DurableError as e:
+        return str(e)
+    return "no error"
+
+
+# -- helpers ------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def database(tmp_path: Path) -> Path:
+    global PLAN
+    PLAN = Plan(log_path=tmp_path / "run.jsonl")
+    return tmp_path / "runs.sqlite"
+
+
+@asynccontextmanager
+async def runtime(database: Path, executor: str) -> AsyncIterator[DurableRuntime]:
+    async with DurableRuntime(database, executor_id=executor, log_level="ERROR") as started:
+        yield started
+
+
+async def start_and_interrupt(database: Path, workflow: Any, run_id: str, hang_at: int) -> None:
+    """An execution of ``workflow`` interrupted where the model (or a step) hangs."""
+    from dbos import DBOS, SetWorkflowID
+
+    PLAN.hang_at, PLAN.reached = hang_at, asyncio.Event()
+    async with runtime(database, f"first-{run_id}"):
+        with SetWorkflowID(run_id):
+            await DBOS.start_workflow_async(workflow)
+        await interrupt(run_id)
+
+
+async def interrupt(run_id: str) -> None:
+    await asyncio.wait_for(PLAN.reached.wait(), 30)
+    durable = active_runs()[run_id]
+    task = durable.task
+    assert task is not None and durable.interrupt()
+    await asyncio.wait({task}, timeout=30)
+
+
+async def resume(
+    database: Path, run_id: str, executor: str, hang_at: int = 0
+) -> dict[str, Any] | None:
+    """Take the run over in a new runtime; its output (None when it was interrupted again)."""
+    PLAN.hang_at, PLAN.reached = hang_at, asyncio.Event()
+    async with runtime(database, executor) as resumed:
+        await resumed.resume(run_id, force=True)
+        if hang_at:
+            await interrupt(run_id)
+            return None
+        record = await asyncio.wait_for(resumed.wait(run_id), 60)
+    assert record is not None and record.state == "succeeded", record
+    output: dict[str, Any] = record.output
+    return output
+
+
+def log_lines(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+TURNS = [
+    [("work", {"n": 1})],
+    [("refuse", {"n": 2}), ("work", {"n": 3})],
+    [("crash", {"n": 4})],
+    [("work", {"n": 5})],
+    "all done",
+]
+
+
+# -- the rebuilt conversation -------------------------------------------------------------------
+
+
+async def test_each_resume_rebuilds_the_conversation_the_model_saw(database: Path) -> None:
+    PLAN.turns = TURNS
+    await start_and_interrupt(database, agent_workflow, "run-a", hang_at=3)
+    first_three = PLAN.received[3]
+    assert PLAN.tool_runs == ["work 1", "refuse 2", "work 3"] and PLAN.step_runs == 1
+    PLAN.received.clear()
+    PLAN.tool_runs.clear()
+
+    # Second execution: requests 1 and 2 and their calls are replayed; request 3 is asked again
+    # with the same conversation and the notice, once, at its end; it hangs in request 4.
+    assert await resume(database, "run-a", "second", hang_at=4) is None
+    assert sorted(PLAN.received) == [3, 4]
+    assert PLAN.received[3] == [*first_three, ("user", DEFAULT_NOTICE)]
+    assert PLAN.tool_runs == ["crash 4"] and PLAN.step_runs == 1
+    second_four = PLAN.received[4]
+    assert ("tool", "r3-0=Error: the function failed. ValueError: crashed on 4") in second_four
+    assert second_four.count(("user", DEFAULT_NOTICE)) == 1
+    PLAN.received.clear()
+    PLAN.tool_runs.clear()
+
+    # Third execution: everything up to request 4 is replayed, the failures as they were (a
+    # ToolError's message, the ValueError by its name) and the first notice where it was.
+    output = await resume(database, "run-a", "third")
+    assert output == {
+        "output": "all done",
+        "prepared": {"pair": [1, 2], "text": "é"},
+        "rounds": 5,
+    }
+    assert PLAN.received[4] == [*second_four, ("user", DEFAULT_NOTICE)]
+    assert ("tool", "r2-0=Error: refused 2: ask for less r2-1=worked 3") in PLAN.received[4]
+    assert PLAN.tool_runs == ["work 5"] and PLAN.step_runs == 1
+
+
+async def test_the_run_log_is_written_once_across_executions(database: Path) -> None:
+    PLAN.turns = TURNS
+    await start_and_interrupt(database, agent_workflow, "run-log", hang_at=3)
+    await resume(database, "run-log", "second", hang_at=4)
+    await resume(database, "run-log", "third")
+    lines = log_lines(PLAN.log_path)
+    # (An interrupted execution's agent run also writes a run_end line with the CancelledError
+    # that stopped it; what a resumed log holds there is the durable runtime's subject.)
+    kinds = [
+        (line["type"], line["data"].get("round")) for line in lines if line["type"] != "run_end"
+    ]
+    assert kinds == [
+        ("start", None),
+        ("round", 1),
+        ("tool", None),
+        ("round", 2),
+        ("tool", None),
+        ("tool", None),
+        ("interrupted", None),
+        ("resumed", None),
+        ("round", 3),
+        ("tool", None),
+        ("interrupted", None),
+        ("resumed", None),
+        ("round", 4),
+        ("tool", None),
+        ("round", 5),
+    ]
+    assert lines[-1]["type"] == "run_end" and lines[-1]["data"]["status"] == "ok"
+    resumed = [line["data"] for line in lines if line["type"] == "resumed"]
+    assert [r["replayed"] for r in resumed] == [
+        {"step": 1, "model": 2, "tool": 3},
+        {"step": 1, "model": 3, "tool": 4},
+    ]
+    assert [r["executor"] for r in resumed] == ["second", "third"]
+    assert all(r["workflow_id"] == "run-log" for r in resumed)
+    interrupted = [line["data"] for line in lines if line["type"] == "interrupted"]
+    assert [i["executor"] for i in interrupted] == ["first-run-log", "first-run-log"]
+    assert all("noticed on resume" in i["reason"] for i in interrupted)
+    assert {line["run_id"] for line in lines} == {"run-log"}
+    assert lines[-1]["data"]["totals"]["rounds"] == 5
+    assert lines[-1]["data"]["totals"]["tool_calls"] == 5
+    assert lines[-1]["data"]["totals"]["tool_errors"] == 2
+
+
+async def test_a_workflow_without_a_notice_tells_the_model_nothing(database: Path) -> None:
+    PLAN.turns = TURNS
+    await start_and_interrupt(database, quiet_workflow, "run-quiet", hang_at=3)
+    before = PLAN.received[3]
+    PLAN.received.clear()
+    from dbos import DBOS
+
+    PLAN.hang_at = 0
+    async with runtime(database, "second") as resumed:
+        await resumed.resume("run-quiet", force=True)
+        record = await asyncio.wait_for(resumed.wait("run-quiet"), 60)
+        assert record is not None and record.output == "all done"
+        assert await DBOS.list_workflow_steps_async("run-quiet")
+    assert PLAN.received[3] == before
+
+
+# -- events when the resume point is not in an agent run ----------------------------------------
+
+
+@pytest.mark.parametrize("logged", [False, True])
+async def test_a_resume_outside_an_agent_run_reports_to_the_application(
+    database: Path, logged: bool
+) -> None:
+    PLAN.interrupted_logged = logged
+    await start_and_interrupt(database, step_first_workflow, "run-steps", hang_at=1)
+    assert PLAN.step_runs == 2
+    PLAN.events.clear()
+    PLAN.hang_at = 0
+    async with runtime(database, "second") as resumed:
+        await resumed.resume("run-steps", force=True)
+        record = await asyncio.wait_for(resumed.wait("run-steps"), 60)
+    assert record is not None and record.output == [{"pair": [1, 2], "text": "é"}, 42]
+    assert PLAN.step_runs == 3  # the first step was replayed, the second ran again
+    kinds = [kind for kind, _ in PLAN.events]
+    assert kinds == (["resumed"] if logged else ["interrupted", "resumed"])
+    resumed_data = PLAN.events[-1][1]
+    assert resumed_data == {
+        "workflow_id": "run-steps",
+        "executor": "second",
+        "replayed": {"step": 1},
+    }
+    if not logged:
+        assert PLAN.events[0][1]["executor"] == "first-run-steps"
+
+
+async def test_a_step_whose_value_is_not_json_data_is_a_clear_error(database: Path) -> None:
+    from dbos import DBOS, SetWorkflowID
+
+    async with runtime(database, "only"):
+        with SetWorkflowID("run-bad"):
+            handle = await DBOS.start_workflow_async(bad_step_workflow)
+        message = await asyncio.wait_for(handle.get_result(), 60)
+    assert message.startswith("checkpoint 'tests.bad': its value is not JSON data (")
+
+
+# -- outside a workflow -------------------------------------------------------------------------
+
+
+async def test_outside_a_workflow_everything_passes_through(database: Path) -> None:
+    PLAN.turns = TURNS
+    assert current_durable_run() is None
+    client = DurableChatClient(FunctionChatClient(model))
+    response = await client.get_response([ChatMessage.from_text(ChatRole.USER, "hi")])
+    assert response.function_calls[0].name == "work"
+    updates = [u async for u in client.get_streaming_response([ChatMessage.from_text("user", "x")])]
+    assert any(c.name == "work" for u in updates for c in u.contents if hasattr(c, "name"))
+    [durable_work, durable_refuse, durable_crash] = durable_tools(TOOLS)
+    assert isinstance(durable_work, DurableTool)
+    assert (durable_work.name, durable_work.description) == ("work", "Work.")
+    assert durable_work.parameters == TOOLS[0].parameters
+    assert repr(durable_work) == f"DurableTool({TOOLS[0]!r})"
+    assert durable_tools([durable_work]) == [durable_work]  # a durable tool is kept as it is
+    assert await durable_work.invoke({"n": 7}) == "worked 7"
+    with pytest.raises(ToolError, match="refused 8"):
+        await durable_refuse.invoke({"n": 8})
+    with pytest.raises(ValueError, match="crashed on 9"):
+        await durable_crash.invoke({"n": 9})
+    assert PLAN.tool_runs == ["work 7", "refuse 8", "crash 9"]
