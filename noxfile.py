@@ -120,7 +120,11 @@ MUTATION_TARGETS: dict[str, tuple[list[str], list[str]]] = {
             "src/loopkit/durable/runtime.py",
             "src/loopkit/durable/steps.py",
         ],
-        ["tests/durable/test_pinned_durable.py"],
+        [
+            "tests/durable/test_pinned_durable.py",
+            "tests/durable/test_resume_in_process.py",
+            "tests/durable/test_runtime_records.py",
+        ],
     ),
     "compaction": (
         ["src/loopkit/middleware/compaction.py"],
