@@ -79,13 +79,18 @@ def test_a_hash_is_argon2id_and_never_the_secret() -> None:
     ("text", "expected"),
     [
         ("[accounts\n", r"is not valid TOML"),
-        ('[accounts]\nann = "plain password"\n', r"\[accounts\] holds name = \"<argon2 hash>\""),
+        (
+            '[accounts]\nann = "plain password"\n',
+            r'\[accounts\] holds name = "<argon2 hash>" lines \(make a hash with: python -m '
+            r"loopkit_board hash-password\)$",
+        ),
         ("[accounts]\nann = 3\n", r"\[accounts\] holds name"),
         ('accounts = "x"\n', r"\[accounts\] holds name"),
         ('[tokens]\nci = "secret"\n', r"\[tokens\] holds name"),
         ("[accounts]\n[tokens]\n", r"no \[accounts\] and no \[tokens\]: nobody could log in"),
         ("", r"no \[accounts\] and no \[tokens\]"),
-        ("[accounts]\n[users]\nx = 1\n", r"unknown section\(s\) users"),
+        ("[accounts]\n[users]\nx = 1\n", r"unknown section\(s\) users$"),
+        ("[accounts]\n[users]\n[groups]\n", r"unknown section\(s\) groups, users$"),
     ],
 )
 def test_a_bad_accounts_file_is_a_clear_error(tmp_path: Path, text: str, expected: str) -> None:
@@ -138,7 +143,7 @@ def test_a_signed_session_reads_back_whole(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     "cookie",
-    [None, "", "no-dot", ".", "e30.", "e30.0000", "!!!.abc"],
+    [None, "", "no-dot", ".", "e30.", "e30.0000", "!!!.abc", "e30.e30.0000", "a.b.c.d"],
 )
 def test_a_missing_or_forged_cookie_is_no_login(tmp_path: Path, cookie: str | None) -> None:
     assert Signer(tmp_path).read(cookie) is None

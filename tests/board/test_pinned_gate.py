@@ -7,7 +7,9 @@ reads and the body it hands on, and the lifespan it lets through. Found unpinned
 
 from __future__ import annotations
 
+import asyncio
 import json
+import socket
 import threading
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -27,7 +29,7 @@ import_or_unavailable("argon2", install="loopkit[board]")
 
 from starlette.applications import Starlette  # noqa: E402
 from starlette.requests import Request  # noqa: E402
-from starlette.responses import JSONResponse, Response  # noqa: E402
+from starlette.responses import JSONResponse, Response, StreamingResponse  # noqa: E402
 from starlette.routing import Route  # noqa: E402
 
 from loopkit_board.auth import COOKIE, Accounts, LoginSession, Signer, load_accounts  # noqa: E402
@@ -50,6 +52,26 @@ async def echo(request: Request) -> Response:
             "body": body.decode("utf-8", "replace"),
         }
     )
+
+
+STREAM: dict[str, Any] = {}
+
+
+async def stream(request: Request) -> Response:
+    """Streams the body back, then waits (up to 30 s) for more to send: a client that goes
+    away must end it at once (Starlette listens for the disconnect through the gate)."""
+    body = await request.body()
+    STREAM["closed"] = asyncio.Event()
+
+    async def chunks() -> AsyncIterator[bytes]:
+        try:
+            yield body
+            await asyncio.sleep(30)
+            yield b"never read"
+        finally:
+            STREAM["closed"].set()
+
+    return StreamingResponse(chunks(), media_type="text/plain")
 
 
 @asynccontextmanager
@@ -92,7 +114,11 @@ def gated(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Served]:
     signer = Signer(tmp_path / "data")
     methods = ["GET", "POST", "PUT", "PATCH", "DELETE"]
     app = Starlette(
-        routes=[Route("/echo", echo, methods=methods), Route("/login", echo, methods=methods)],
+        routes=[
+            Route("/echo", echo, methods=methods),
+            Route("/login", echo, methods=methods),
+            Route("/stream", stream, methods=["POST"]),
+        ],
         lifespan=lifespan,
     )
     app.add_middleware(Gate, accounts=accounts, signer=signer, allowed_hosts=allowed)
@@ -273,3 +299,81 @@ def test_an_origin_must_be_this_board(gated: Served) -> None:
         ):
             refused = client.get("/echo", headers={"origin": origin})
             assert (refused.status_code, refused.text) == (403, "cross-origin request refused")
+
+
+# -- found by the second mutation run -----------------------------------------------------------
+
+
+def raw(served: Served, request: bytes) -> bytes:
+    """Send ``request`` as it is (no client adds a header) and read the whole answer."""
+    with socket.create_connection(("127.0.0.1", served.port), timeout=30) as sock:
+        sock.sendall(request)
+        chunks = []
+        while chunk := sock.recv(65536):
+            chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def test_a_request_without_an_accept_header_is_refused_not_failed(gated: Served) -> None:
+    answer = raw(gated, b"GET /echo HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+    assert answer.startswith(b"HTTP/1.1 401 ") and answer.endswith(
+        b"log in first (or send Authorization: Bearer)"
+    )
+
+
+@pytest.mark.parametrize("gated", [["board.example"]], indirect=True)
+def test_a_request_without_a_host_is_not_this_board(gated: Served) -> None:
+    answer = raw(gated, b"GET /login HTTP/1.0\r\nOrigin: http://board.example\r\n\r\n")
+    assert answer.startswith(b"HTTP/1.1 421 ") and answer.endswith(b"host '' is not this board")
+
+
+def test_without_allowed_hosts_a_request_without_a_host_is_checked_by_origin(
+    gated: Served,
+) -> None:
+    answer = raw(gated, b"GET /login HTTP/1.0\r\nOrigin: http://elsewhere.example\r\n\r\n")
+    assert answer.startswith(b"HTTP/1.1 403 ") and answer.endswith(b"cross-origin request refused")
+    assert raw(gated, b"GET /login HTTP/1.0\r\n\r\n").startswith(b"HTTP/1.1 200 ")
+
+
+@pytest.mark.parametrize("gated", [["localhost", "[::1]"]], indirect=True)
+def test_host_and_origin_names_compare_without_case(gated: Served) -> None:
+    with gated.client() as client:
+        client.cookies.set(COOKIE, gated.login_cookie())
+        for host, origin in (
+            (f"LocalHost:{gated.port}", f"http://localhost:{gated.port}"),
+            (f"localhost:{gated.port}", f"http://LOCALHOST:{gated.port}"),
+        ):
+            seen = client.get("/echo", headers={"host": host, "origin": origin})
+            assert seen.status_code == 200, (host, origin)
+        assert client.get("/login", headers={"host": "[::1]"}).status_code == 200
+        assert client.get("/login", headers={"host": "[::2]"}).status_code == 421
+
+
+def test_a_form_that_is_not_utf8_is_read_with_replacements(gated: Served) -> None:
+    csrf = "k" * 32
+    with gated.client() as client:
+        client.cookies.set(COOKIE, gated.login_cookie(csrf=csrf))
+        seen = client.post(
+            "/echo",
+            content=b"title=\xff\xfe&csrf=" + csrf.encode(),
+            headers={"content-type": "application/x-www-form-urlencoded"},
+        )
+        assert seen.status_code == 200
+        assert seen.json()["form"] == {"title": "\ufffd\ufffd", "csrf": csrf}
+
+
+def test_a_streamed_answer_to_a_form_notices_the_client_leaving(gated: Served) -> None:
+    csrf = "k" * 32
+    with gated.client() as client:
+        client.cookies.set(COOKIE, gated.login_cookie(csrf=csrf))
+        with client.stream(
+            "POST", "/stream", headers={"x-csrf-token": csrf}, content=b"first part"
+        ) as answer:
+            assert answer.status_code == 200
+            assert next(answer.iter_raw()) == b"first part"
+        # the connection is closed: the server ends the stream (its 30-second wait with it)
+    closed: asyncio.Event = STREAM["closed"]
+    deadline = time.monotonic() + 20
+    while not closed.is_set():
+        assert time.monotonic() < deadline, "the stream went on after the client left"
+        time.sleep(0.05)
