@@ -36,6 +36,7 @@ from loopkit import (
     RunLogChatClient,
 )
 from loopkit.abstractions.tools import FunctionTool
+from tests.durable.dbos_console import dbos_console_on_current_stderr  # noqa: F401
 from tests.installed import import_or_unavailable
 
 import_or_unavailable("dbos", install="loopkit[durable]")

@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from tests.durable.dbos_console import dbos_console_on_current_stderr  # noqa: F401
 from tests.installed import import_or_unavailable
 
 import_or_unavailable("dbos", install="loopkit[durable]")
