@@ -4,7 +4,7 @@ output retry sends, how deep a subagent may run, and when a streamed run ran out
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 from pydantic import BaseModel
@@ -142,3 +142,36 @@ async def test_a_run_still_calling_tools_on_its_last_round_ran_out(stream: bool)
     agent = Agent(replies.client(), tools=[add], max_rounds=2)
     result = await finished(agent, "add", stream)
     assert (result.output, result.rounds, result.max_rounds_reached) == ("cut short", 3, True)
+
+
+# -- a tool's exception that cannot be printed ----------------------------------------------------
+
+
+class Unprintable(Exception):
+    def __str__(self) -> str:
+        raise RuntimeError("no text for this one")
+
+
+class Breaks:
+    """A tool (not a FunctionTool) whose failure cannot even be described."""
+
+    name = "breaks"
+    description = "Breaks."
+    parameters: ClassVar[dict[str, Any]] = {"type": "object", "properties": {}}
+
+    async def invoke(self, arguments: dict[str, Any]) -> str:
+        raise Unprintable()
+
+
+@pytest.mark.parametrize("detailed", [False, True])
+async def test_a_tool_failure_that_cannot_be_printed_is_still_an_answer(detailed: bool) -> None:
+    replies = Replies(calls(("breaks", {})), answer("went on"))
+    agent = Agent(replies.client(), tools=[Breaks()], include_detailed_errors=detailed)
+    assert (await agent.run("x")).output == "went on"
+    [result] = replies.sent[1][-1].function_results
+    assert result.error
+    assert result.result == (
+        "Error: the function failed. Unprintable: <message could not be read>"
+        if detailed
+        else "Error: the function failed."
+    )

@@ -247,6 +247,13 @@ async def test_each_resume_rebuilds_the_conversation_the_model_saw(database: Pat
     PLAN.turns = TURNS
     await start_and_interrupt(database, agent_workflow, "run-a", hang_at=3)
     first_three = PLAN.received[3]
+    assert first_three == [
+        ("user", "do the work"),
+        ("assistant", "work:r1-0"),
+        ("tool", "r1-0=worked 1"),
+        ("assistant", "refuse:r2-0 work:r2-1"),
+        ("tool", "r2-0=Error: refused 2: ask for less r2-1=worked 3"),
+    ]
     assert PLAN.tool_runs == ["work 1", "refuse 2", "work 3"] and PLAN.step_runs == 1
     PLAN.received.clear()
     PLAN.tool_runs.clear()
@@ -258,8 +265,12 @@ async def test_each_resume_rebuilds_the_conversation_the_model_saw(database: Pat
     assert PLAN.received[3] == [*first_three, ("user", DEFAULT_NOTICE)]
     assert PLAN.tool_runs == ["crash 4"] and PLAN.step_runs == 1
     second_four = PLAN.received[4]
-    assert ("tool", "r3-0=Error: the function failed. ValueError: crashed on 4") in second_four
-    assert second_four.count(("user", DEFAULT_NOTICE)) == 1
+    assert second_four == [
+        *first_three,
+        ("user", DEFAULT_NOTICE),
+        ("assistant", "crash:r3-0"),
+        ("tool", "r3-0=Error: the function failed. ValueError: crashed on 4"),
+    ]
     PLAN.received.clear()
     PLAN.tool_runs.clear()
 

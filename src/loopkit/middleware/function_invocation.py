@@ -404,7 +404,8 @@ class FunctionInvokingChatClient(DelegatingChatClient):
                     raise  # e.g. a dead MCP server: retrying through the model cannot help
                 error, exception = True, e
                 if self.options.include_detailed_errors:
-                    text = f"Error: the function failed. {type(e).__name__}: {e}"
+                    # describe_error: an exception whose str() raises must not end the run
+                    text = f"Error: the function failed. {describe_error(e)}"
                 else:
                     text = "Error: the function failed."
         text = cut_result(text, self.options.max_result_chars)
