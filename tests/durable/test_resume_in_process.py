@@ -17,7 +17,7 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -26,11 +26,13 @@ from loopkit import (
     ChatMessage,
     ChatOptions,
     ChatResponse,
+    ChatResponseUpdate,
     ChatRole,
     FunctionCallContent,
     FunctionChatClient,
     RunLogChatClient,
     ToolError,
+    UsageContent,
 )
 from loopkit.abstractions.tools import FunctionTool
 from tests.durable.dbos_console import dbos_console_on_current_stderr  # noqa: F401
@@ -410,3 +412,184 @@ async def test_outside_a_workflow_everything_passes_through(database: Path) -> N
     with pytest.raises(ValueError, match="crashed on 9"):
         await durable_crash.invoke({"n": 9})
     assert PLAN.tool_runs == ["work 7", "refuse 8", "crash 9"]
+
+
+# -- found by the mutation run: more than one run, bare requests, streaming, odd failures -------
+
+SECOND: list[list[tuple[str, str]]] = []
+
+
+async def second_model(messages: Sequence[ChatMessage], options: ChatOptions | None) -> str:
+    SECOND.append([seen(m) for m in messages])
+    return "second done"
+
+
+async def either_model(messages: Sequence[ChatMessage], options: ChatOptions | None) -> Any:
+    if messages[0].text == "then this":
+        return await second_model(messages, options)
+    return await model(messages, options)
+
+
+@durable_workflow("tests.resume.two-runs")
+async def two_runs_workflow() -> list[str]:
+    # one client for both runs: what it remembers of a resume is per run
+    shared = DurableChatClient(FunctionChatClient(either_model))
+    first = Agent(shared, tools=durable_tools(TOOLS))
+    second = Agent(shared)
+    return [(await first.run("do the work")).output, (await second.run("then this")).output]
+
+
+async def test_the_notice_belongs_to_the_run_that_was_resumed(database: Path) -> None:
+    PLAN.turns = TURNS
+    SECOND.clear()
+    await start_and_interrupt(database, two_runs_workflow, "run-two", hang_at=2)
+    output = await resume(database, "run-two", "second")
+    assert output == ["all done", "second done"]
+    assert PLAN.received[2][-1] == ("user", DEFAULT_NOTICE)
+    assert SECOND == [[("user", "then this")]]  # the next run is told nothing
+
+
+BARE: list[list[tuple[str, str]]] = []
+
+
+async def bare_model(messages: Sequence[ChatMessage], options: ChatOptions | None) -> str:
+    number = sum(1 for m in messages if m.role == ChatRole.USER and m.text.startswith("u"))
+    BARE.append([seen(m) for m in messages])
+    if number == PLAN.hang_at:
+        PLAN.reached.set()
+        await asyncio.Event().wait()
+    return f"answer {number}"
+
+
+@durable_workflow("tests.resume.bare")
+async def bare_workflow() -> list[str]:
+    client = DurableChatClient(FunctionChatClient(bare_model))
+    conversation = [ChatMessage.from_text(ChatRole.USER, "u1")]
+    answers = []
+    for turn in ("u2", "u3", "u4"):
+        response = await client.get_response(conversation)
+        answers.append(response.text)
+        conversation = [*conversation, *response.messages, ChatMessage.from_text("user", turn)]
+    return answers
+
+
+async def test_requests_outside_an_agent_run_carry_the_notice_too(database: Path) -> None:
+    BARE.clear()
+    await start_and_interrupt(database, bare_workflow, "run-bare", hang_at=2)
+    BARE.clear()
+    assert await resume(database, "run-bare", "second", hang_at=3) is None
+    # request 1 replayed; request 2 asked again with the notice at its end; it hangs in 3
+    notice = ("user", DEFAULT_NOTICE)
+    second = [("user", "u1"), ("assistant", "answer 1"), ("user", "u2")]
+    assert BARE[0] == [*second, notice]
+    BARE.clear()
+    output = await resume(database, "run-bare", "third")
+    assert output == ["answer 1", "answer 2", "answer 3"]
+    # request 3 again: the earlier notice where it was recorded, and a new one at the end
+    assert [[*second, notice, ("assistant", "answer 2"), ("user", "u3"), notice]] == BARE
+
+
+class StreamingModel(FunctionChatClient):
+    """Streams ``usage_model``'s answer, ending with its usage, finish reason, model and id."""
+
+    async def get_streaming_response(
+        self, messages: Sequence[ChatMessage], options: ChatOptions | None = None
+    ) -> AsyncIterator[ChatResponseUpdate]:
+        response = await usage_model(messages, options)
+        for m in response.messages:
+            yield ChatResponseUpdate(role=m.role, contents=list(m.contents))
+        yield ChatResponseUpdate(
+            contents=[UsageContent(usage=response.usage)],
+            finish_reason=response.finish_reason,
+            model_id=response.model_id,
+            response_id=f"resp-{len(messages)}",
+        )
+
+
+@durable_workflow("tests.resume.streamed")
+async def streamed_workflow() -> dict[str, Any]:
+    agent = Agent(DurableChatClient(StreamingModel(usage_model)), tools=durable_tools(TOOLS))
+    texts: list[str] = []
+    final: Any = None
+    async for event in agent.run_stream("do the work"):
+        texts.append(type(event).__name__)
+        final = event
+    result = final.result
+    usage = result.usage
+    return {
+        "output": result.output,
+        "rounds": result.rounds,
+        "usage": [usage.input_tokens, usage.output_tokens],
+        "model": result.model_id,
+        "finish": result.finish_reason,
+        "events": texts,
+    }
+
+
+async def usage_model(messages: Sequence[ChatMessage], options: ChatOptions | None) -> Any:
+    response = await model(messages, options)
+    from loopkit import UsageDetails
+
+    response.usage = UsageDetails(input_tokens=100, output_tokens=10)
+    response.model_id = "m-7"
+    response.finish_reason = "stop" if response.text else "tool_calls"
+    return response
+
+
+async def test_a_streamed_run_records_and_replays_each_request_whole(database: Path) -> None:
+    PLAN.turns = TURNS
+    await start_and_interrupt(database, streamed_workflow, "run-stream", hang_at=3)
+    first_three = PLAN.received[3]
+    PLAN.received.clear()
+    output = await resume(database, "run-stream", "second")
+    assert output is not None
+    assert {k: output[k] for k in ("output", "rounds", "usage", "model", "finish")} == {
+        "output": "all done",
+        "rounds": 5,
+        "usage": [500, 50],  # the replayed requests' usage counts too
+        "model": "m-7",
+        "finish": "stop",
+    }
+    assert output["events"][-1] == "FinalResult" and "ToolCallStarted" in output["events"]
+    assert sorted(PLAN.received) == [3, 4, 5]
+    assert PLAN.received[3] == [*first_three, ("user", DEFAULT_NOTICE)]
+
+
+class Unprintable(Exception):
+    def __str__(self) -> str:
+        raise RuntimeError("no text")
+
+
+class Breaks:
+    """A tool (no FunctionTool around it) raising an exception that cannot be printed."""
+
+    name = "breaks"
+    description = "Breaks."
+    parameters: ClassVar[dict[str, Any]] = {"type": "object", "properties": {}}
+
+    async def invoke(self, arguments: dict[str, Any]) -> str:
+        PLAN.tool_runs.append("breaks")
+        raise Unprintable()
+
+
+@durable_workflow("tests.resume.unprintable")
+async def unprintable_workflow() -> str:
+    agent = Agent(
+        DurableChatClient(FunctionChatClient(model)),
+        tools=durable_tools([*TOOLS, Breaks()]),
+        include_detailed_errors=True,
+    )
+    return (await agent.run("do the work")).output
+
+
+async def test_a_failure_that_cannot_be_printed_replays_as_it_read(database: Path) -> None:
+    PLAN.turns = [[("breaks", {})], [("work", {"n": 2})], "all done"]
+    await start_and_interrupt(database, unprintable_workflow, "run-odd", hang_at=3)
+    expected = ("tool", "r1-0=Error: the function failed. Unprintable: <message could not be read>")
+    assert expected in PLAN.received[3]
+    first = PLAN.received[3]
+    PLAN.received.clear()
+    PLAN.tool_runs.clear()
+    assert await resume(database, "run-odd", "second") == "all done"
+    assert PLAN.received[3] == [*first, ("user", DEFAULT_NOTICE)]
+    assert PLAN.tool_runs == []  # replayed, not run

@@ -329,3 +329,51 @@ async def test_waiting_that_is_cancelled_interrupts_the_run_it_waits_for(tmp_pat
         record = await runtime.get_run("long")
     assert record is not None and record.status == "PENDING"  # interrupted, not ended
     HANG.clear()
+
+
+# -- found by the mutation run ------------------------------------------------------------------
+
+
+@durable_workflow("tests.runtime.failing-step")
+async def failing_step_workflow() -> str:
+    def fail() -> None:
+        raise KeyError("no such key")
+
+    try:
+        await durable_step("tests.failing", fail)
+    except KeyError:
+        return "caught"
+    return "not raised"
+
+
+async def test_a_failed_checkpoint_reads_back_with_its_error(tmp_path: Path) -> None:
+    from dbos import DBOS, SetWorkflowID
+
+    async with DurableRuntime(tmp_path / "db.sqlite", executor_id="reader") as runtime:
+        with SetWorkflowID("r-fail"):
+            handle = await DBOS.start_workflow_async(failing_step_workflow)
+        assert await handle.get_result() == "caught"
+        steps = await runtime.steps("r-fail")
+    assert [(s.name, s.error) for s in steps] == [
+        ("loopkit.run.start", None),
+        ("tests.failing", "KeyError: 'no such key'"),
+    ]
+    assert steps[1].output is None
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="start times come from /proc")
+def test_a_process_whose_name_holds_a_parenthesis_is_still_recognised(tmp_path: Path) -> None:
+    # /proc/PID/stat puts the name in parentheses; a name may hold ") " itself
+    odd = tmp_path / "we) ird"
+    odd.symlink_to(sys.executable)
+    child = subprocess.Popen([str(odd), "-c", "import time; time.sleep(60)"])
+    try:
+        stat = Path(f"/proc/{child.pid}/stat").read_text()
+        assert "(we) ird)" in stat
+        start = stat.rsplit(")", 1)[1].split()[19]
+        host = socket.gethostname()
+        assert executor_alive(f"w:{host}:{child.pid}:{start}") is True
+        assert executor_alive(f"w:{host}:{child.pid}:{int(start) + 1}") is False
+    finally:
+        child.kill()
+        child.wait()
