@@ -165,6 +165,7 @@ async def interrupt_when_hanging(run_id: str) -> None:
     durable = active_runs()[run_id]
     task = durable.task
     assert task is not None and durable.interrupt()
+    assert durable.cancelled is False  # interrupted here, not cancelled: it can be resumed
     await asyncio.wait({task}, timeout=30)
     assert task.done()
 
@@ -217,7 +218,11 @@ async def test_a_resumed_run_that_takes_another_path_stops_with_a_replay_error(
     assert record is not None and record.state == "failed", record
     assert record.error is not None
     assert record.error.startswith("DurableReplayError: run run-other: the model request")
-    assert "sent 1 messages when it was recorded and 2 now" in record.error
+    assert record.error == (
+        "DurableReplayError: run run-other: the model request at this point sent 1 messages "
+        "when it was recorded and 2 now; the run took another path than the one its "
+        "checkpoints recorded (did the code, the card or the settings change?)"
+    )
     assert SCRIPT.requests == []  # the model was not asked anything on a path it never took
 
 
@@ -266,6 +271,7 @@ async def test_a_cancelled_run_has_ended_for_resume_and_wait(database: Path) -> 
         durable = active_runs()["run-cancelled"]
         task = durable.task
         assert task is not None and durable.interrupt(cancelled=True)
+        assert durable.cancelled  # the application can say why it stopped
         await asyncio.wait({task}, timeout=30)
         record = await started.get_run("run-cancelled")
         assert record is not None

@@ -28,6 +28,7 @@ from loopkit import (
     ChatResponse,
     ChatResponseUpdate,
     ChatRole,
+    DelegatingChatClient,
     FunctionCallContent,
     FunctionChatClient,
     RunLogChatClient,
@@ -35,6 +36,7 @@ from loopkit import (
     UsageContent,
 )
 from loopkit.abstractions.tools import FunctionTool
+from loopkit.middleware.function_invocation import ToolInvocation
 from tests.durable.dbos_console import dbos_console_on_current_stderr  # noqa: F401
 from tests.installed import import_or_unavailable
 
@@ -72,6 +74,10 @@ class Plan:
     step_runs: int = 0
     events: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     interrupted_logged: bool = False
+    #: The tools each live model request was offered.
+    offered: dict[int, list[str]] = field(default_factory=dict)
+    #: The exception each failed tool call handed the loop: (tool, exception type).
+    failures: list[tuple[str, type[BaseException]]] = field(default_factory=list)
 
 
 PLAN = Plan()
@@ -86,12 +92,14 @@ def seen(message: ChatMessage) -> tuple[str, str]:
 async def model(messages: Sequence[ChatMessage], options: ChatOptions | None) -> ChatResponse:
     number = 1 + sum(1 for m in messages if m.role == ChatRole.ASSISTANT)
     PLAN.received[number] = [seen(m) for m in messages]
+    PLAN.offered[number] = [t.name for t in options.tools] if options else []
     if number == PLAN.hang_at:
         PLAN.reached.set()
         await asyncio.Event().wait()  # interrupted here
     turn = PLAN.turns[number - 1]
     if isinstance(turn, str):
-        return ChatResponse(messages=[ChatMessage.from_text(ChatRole.ASSISTANT, turn)])
+        text = ChatMessage.from_text(ChatRole.ASSISTANT, turn)
+        return ChatResponse(messages=[text], model_id="m-live")
     calls = [
         FunctionCallContent(call_id=f"r{number}-{i}", name=name, arguments=args)
         for i, (name, args) in enumerate(turn)
@@ -125,6 +133,14 @@ def prepare() -> Any:
 TOOLS = [FunctionTool.from_function(f) for f in (work, refuse, crash)]
 
 
+class Failures(DelegatingChatClient):
+    """Notes the exception of each failed tool call, as the loop hands it to its listeners."""
+
+    def on_tool_invoked(self, invocation: ToolInvocation) -> None:
+        if invocation.exception is not None:
+            PLAN.failures.append((invocation.call.name, type(invocation.exception)))
+
+
 @durable_workflow("tests.resume.agent")
 async def agent_workflow() -> dict[str, Any]:
     durable = current_durable_run()
@@ -136,12 +152,17 @@ async def agent_workflow() -> dict[str, Any]:
         agent = Agent(
             DurableChatClient(FunctionChatClient(model)),
             tools=durable_tools(TOOLS),
-            middleware=[lambda inner: RunLogChatClient(inner, log)],
+            middleware=[lambda inner: RunLogChatClient(inner, log), Failures],
             include_detailed_errors=True,
             max_consecutive_errors=10,
         )
         result = await agent.run("do the work")
-    return {"output": result.output, "prepared": prepared, "rounds": result.rounds}
+    return {
+        "output": result.output,
+        "prepared": prepared,
+        "rounds": result.rounds,
+        "model": result.model_id,
+    }
 
 
 @durable_workflow("tests.resume.quiet", notice=None)
@@ -257,6 +278,7 @@ async def test_each_resume_rebuilds_the_conversation_the_model_saw(database: Pat
         ("tool", "r2-0=Error: refused 2: ask for less r2-1=worked 3"),
     ]
     assert PLAN.tool_runs == ["work 1", "refuse 2", "work 3"] and PLAN.step_runs == 1
+    assert PLAN.offered[1] == ["work", "refuse", "crash"]  # the request's options reach the model
     PLAN.received.clear()
     PLAN.tool_runs.clear()
 
@@ -278,13 +300,25 @@ async def test_each_resume_rebuilds_the_conversation_the_model_saw(database: Pat
 
     # Third execution: everything up to request 4 is replayed, the failures as they were (a
     # ToolError's message, the ValueError by its name) and the first notice where it was.
+    # the loop saw the tool's own exception when it ran (a ValueError is a ValueError) and a
+    # stand-in of the same name when the call was replayed
+    assert [(name, kind.__name__) for name, kind in PLAN.failures] == [
+        ("refuse", "ToolError"),
+        ("refuse", "ToolError"),
+        ("crash", "ValueError"),
+    ]
+    assert PLAN.failures[2][1] is ValueError
+    PLAN.failures.clear()
     output = await resume(database, "run-a", "third")
     assert output == {
         "output": "all done",
         "prepared": {"pair": [1, 2], "text": "é"},
         "rounds": 5,
+        "model": "m-live",
     }
     assert PLAN.received[4] == [*second_four, ("user", DEFAULT_NOTICE)]
+    replayed_crash = PLAN.failures[1][1]
+    assert replayed_crash.__name__ == "ValueError" and not issubclass(replayed_crash, ValueError)
     assert ("tool", "r2-0=Error: refused 2: ask for less r2-1=worked 3") in PLAN.received[4]
     assert PLAN.tool_runs == ["work 5"] and PLAN.step_runs == 1
 

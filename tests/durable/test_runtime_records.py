@@ -7,27 +7,32 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import socket
 import subprocess
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
+from loopkit import ToolError
 from tests.durable.dbos_console import dbos_console_on_current_stderr  # noqa: F401
 from tests.installed import import_or_unavailable
 
 import_or_unavailable("dbos", install="loopkit[durable]")
 
 from loopkit.durable import (  # noqa: E402  (needs dbos)
+    DurableChatClient,
     DurableError,
     DurableRuntime,
     RunRecord,
+    current_durable_run,
     database_url,
     durable_step,
+    durable_tools,
     durable_workflow,
     executor_alive,
     process_executor_id,
@@ -377,3 +382,144 @@ def test_a_process_whose_name_holds_a_parenthesis_is_still_recognised(tmp_path: 
     finally:
         child.kill()
         child.wait()
+
+
+@durable_workflow("tests.runtime.awaitables")
+async def awaitables_workflow() -> Any:
+    durable = current_durable_run()
+    assert durable is not None
+
+    async def later() -> str:
+        return "from a task"
+
+    first = await durable_step("tests.task", lambda: asyncio.ensure_future(later()))
+    second = await durable_step("tests.text", lambda: {"word": "café", "n": [1, 2]})
+    RUNS.append(durable)
+    return {"values": [first, second], "replayed": dict(durable.replayed)}
+
+
+RUNS: list[Any] = []
+
+
+async def test_a_step_may_hand_back_any_awaitable_and_is_stored_as_compact_json(
+    tmp_path: Path,
+) -> None:
+    from dbos import DBOS, SetWorkflowID
+
+    RUNS.clear()
+    async with DurableRuntime(tmp_path / "db.sqlite", executor_id="reader") as runtime:
+        with SetWorkflowID("r-aw"):
+            handle = await DBOS.start_workflow_async(awaitables_workflow)
+        output = await handle.get_result()
+        steps = await runtime.steps("r-aw")
+    assert output["values"] == ["from a task", {"word": "café", "n": [1, 2]}]
+    assert output["replayed"] == {}  # nothing was replayed in a first execution
+    assert [s.output for s in steps[1:]] == ['"from a task"', '{"word":"café","n":[1,2]}']
+    [durable] = RUNS
+    # the run has ended here: interrupting it does nothing and says so
+    assert durable.interrupt() is False and durable.interrupt(cancelled=True) is False
+    assert durable.cancelled is False
+
+
+class ServerGone(Exception):
+    terminates_run = True
+
+
+class Gone:
+    """A tool whose server died: its failure ends the run."""
+
+    name = "gone"
+    description = "Gone."
+    parameters: ClassVar[dict[str, Any]] = {"type": "object", "properties": {}}
+
+    async def invoke(self, arguments: dict[str, Any]) -> str:
+        raise ServerGone("the server is gone")
+
+
+class Refuses:
+    name = "refuses"
+    description = "Refuses."
+    parameters: ClassVar[dict[str, Any]] = {"type": "object", "properties": {}}
+
+    async def invoke(self, arguments: dict[str, Any]) -> str:
+        raise ToolError("not like this")
+
+
+@durable_workflow("tests.runtime.failures")
+async def failures_workflow() -> str:
+    from loopkit import Agent, ChatMessage, ChatResponse, ChatRole, FunctionCallContent
+    from loopkit import FunctionChatClient as Function
+
+    def reply(messages: Any, options: Any) -> Any:
+        name = "refuses" if len(messages) == 1 else "gone"
+        call = FunctionCallContent(call_id=f"c{len(messages)}", name=name, arguments={})
+        return ChatResponse(messages=[ChatMessage(role=ChatRole.ASSISTANT, contents=[call])])
+
+    agent = Agent(DurableChatClient(Function(reply)), tools=durable_tools([Refuses(), Gone()]))
+    return (await agent.run("go")).output
+
+
+async def test_what_a_failed_tool_call_records(tmp_path: Path) -> None:
+    from dbos import DBOS, SetWorkflowID
+
+    async with DurableRuntime(tmp_path / "db.sqlite", executor_id="reader") as runtime:
+        with SetWorkflowID("r-fails"):
+            handle = await DBOS.start_workflow_async(failures_workflow)
+        with pytest.raises(ServerGone, match="the server is gone"):
+            await handle.get_result()  # a terminating failure ends the run, as it should
+        steps = await runtime.steps("r-fails")
+    recorded = {s.name: json.loads(s.output) for s in steps if s.name.startswith("loopkit.tool.")}
+    assert recorded == {
+        "loopkit.tool.refuses": {
+            "result": None,
+            "failure": {
+                "kind": "tool_error",
+                "type": "ToolError",
+                "message": "not like this",
+                "terminates_run": False,
+            },
+        },
+        "loopkit.tool.gone": {
+            "result": None,
+            "failure": {
+                "kind": "exception",
+                "type": "ServerGone",
+                "message": "the server is gone",
+                "terminates_run": True,
+            },
+        },
+    }
+
+
+QUEUE = "tests.runtime.queue"
+STARTED: list[str] = []
+
+
+@durable_workflow("tests.runtime.queued")
+async def queued_workflow(tag: str) -> str:
+    STARTED.append(tag)
+    return tag
+
+
+async def test_a_runtime_with_max_runs_takes_no_more_from_the_queue(tmp_path: Path) -> None:
+    from dbos import DBOS
+
+    STARTED.clear()
+    db = tmp_path / "db.sqlite"
+    async with DurableRuntime(db, executor_id="taker", listen=[QUEUE], max_runs=1) as runtime:
+        # one run at a time in a process, as the card queue: nothing else is dequeued
+        # between a run's start and the runtime stopping its intake
+        await DBOS.register_queue_async(QUEUE, worker_concurrency=1, polling_interval_sec=0.05)
+        for tag in ("first", "second"):
+            await DBOS.enqueue_workflow_with_options_async(
+                {"workflow_name": "tests.runtime.queued", "queue_name": QUEUE,
+                 "workflow_id": tag, "app_version": runtime.application_version},
+                tag,
+            )  # fmt: skip
+        first = await asyncio.wait_for(runtime.wait("first", poll_seconds=0.05), 60)
+        assert first is not None and first.state == "succeeded"
+        # many polling intervals later, the second is still waiting for another process
+        await asyncio.sleep(2)
+        second = await runtime.get_run("second")
+        assert runtime.runs_started == 1
+    assert second is not None and second.state == "queued" and STARTED == ["first"]
