@@ -117,12 +117,48 @@ MUTATION_TARGETS: dict[str, tuple[list[str], list[str]]] = {
             "tests/core/test_redaction.py",
         ],
     ),
+    # The board's login and the durable runtime are tested here in process (mutmut sees only
+    # code run in its own process): the board by create_app served on 127.0.0.1 in the test,
+    # durable runs on a SQLite file with the run interrupted and resumed in one process.
+    "board": (
+        ["src/loopkit_board/auth.py", "src/loopkit_board/gate.py"],
+        [
+            "tests/board/test_pinned_login.py",
+            "tests/board/test_pinned_auth.py",
+            "tests/board/test_pinned_gate.py",
+        ],
+    ),
+    "durable": (
+        [
+            "src/loopkit/durable/errors.py",
+            "src/loopkit/durable/records.py",
+            "src/loopkit/durable/run.py",
+            "src/loopkit/durable/run_log.py",
+            "src/loopkit/durable/runtime.py",
+            "src/loopkit/durable/steps.py",
+        ],
+        [
+            "tests/durable/test_pinned_durable.py",
+            "tests/durable/test_resume_in_process.py",
+            "tests/durable/test_runtime_records.py",
+        ],
+    ),
+    "compaction": (
+        ["src/loopkit/middleware/compaction.py"],
+        [
+            "tests/core/test_compaction.py",
+            "tests/core/test_pinned_compaction.py",
+            "tests/core/test_compaction_plan.py",
+            "tests/core/test_compaction_bookkeeping.py",
+            "tests/core/test_compaction_window_and_summary.py",
+        ],
+    ),
 }
 
 
 @nox.session(default=False)
 def mutate(session: nox.Session) -> None:
-    """Mutation testing with mutmut: ``nox -s mutate [-- guard loop result runlog]``.
+    """Mutation testing with mutmut: ``nox -s mutate [-- guard loop ... compaction]``.
 
     Runs in a scratch copy under .nox/mutate (mutmut writes its mutants/ folder there, never in
     the work tree); prints every mutant that survived. See docs/testing.md.

@@ -537,7 +537,13 @@ class CompactionChatClient(DelegatingChatClient):
         if len(history) > limit:
             history = transcript(previous, part, _TRANSCRIPT_RESULT_CHARS[1])
         if len(history) > limit:
-            history = "[the beginning is omitted]\n" + history[-limit:]
+            # Cut the oldest messages, never the earlier summary: it holds all that came before.
+            earlier = transcript(previous, [], 0)[: limit // 2]
+            rest = transcript(None, part, _TRANSCRIPT_RESULT_CHARS[1])
+            room = max(0, limit - len(earlier))
+            history = (earlier + "\n\n" if earlier else "") + (
+                "[the beginning is omitted]\n" + rest[-room:]
+            )
         request = [
             ChatMessage.from_text(ChatRole.SYSTEM, opts.summary_prompt),
             ChatMessage.from_text(ChatRole.USER, history),
