@@ -38,10 +38,11 @@ def fixed_open() -> str:
     )
     text = patch(
         text,
-        "        A missing or unreadable file is reported in the error label. A malformed file raises\n"
-        "        InvoiceFormatError, which is not caught here: it reaches the crash dialog.\n",
-        "        A missing or unreadable file, and a file that is not an invoice, are reported in the\n"
-        "        error label; the invoice on screen stays as it was.\n",
+        "        A missing or unreadable file is reported in the error label. A malformed file "
+        "raises\n        InvoiceFormatError, which is not caught here: it reaches the crash "
+        "dialog.\n",
+        "        A missing or unreadable file, and a file that is not an invoice, are reported in "
+        "the\n        error label; the invoice on screen stays as it was.\n",
     )
     return patch(
         text,
@@ -65,12 +66,13 @@ def fixed_range() -> str:
     )
     text = patch(
         text,
-        "        return Invoice(items=items, discount_percent=parse_number(self.discount_input.text()))\n",
+        "        return Invoice(items=items, "
+        "discount_percent=parse_number(self.discount_input.text()))\n",
         "        return Invoice(items=items, discount_percent=self._discount_percent())\n"
         "\n"
         "    def _discount_percent(self) -> float:\n"
-        '        """The discount typed, or 0 when it is outside 0 to 100 (refused: the error label\n'
-        '        says so, see update_totals)."""\n'
+        '        """The discount typed, or 0 when it is outside 0 to 100 (refused: the error '
+        'label\n        says so, see update_totals)."""\n'
         "        percent = parse_number(self.discount_input.text())\n"
         "        return percent if 0 <= percent <= 100 else 0.0\n",
     )
@@ -132,7 +134,7 @@ def open_card() -> dict[str, Any]:
             named(
                 call("ui_get_cell", ok_text("Consulting"), table="ItemsTable", row=0, column=0),
                 "items-kept",
-            ),  # fmt: skip
+            ),
         ),
         turn(*open_path("no-such-invoice.json")),
         turn(call("ui_click", acted(**NO_WINDOW_OPENED), target="OpenButton")),
@@ -326,7 +328,7 @@ def tester_from_checks(card: str) -> dict[str, Any]:
                 summary=f"Every criterion of '{parsed.title}' holds in the running app; the "
                 "regression script passed in the script runner.",
             )
-        ),  # fmt: skip
+        ),
         turn(
             call(
                 "git_commit",

@@ -1,7 +1,8 @@
 """``python -m loopkit.evals`` for real: two cards × two scripted configs that differ in
 transcript, on two local workers (each in its own headless desktop), every tool call real; the
-eval is killed (with its workers) once a case has ended and started again, and finishes; then
-``compare`` flags the regression and the report renders in a real browser.
+eval is killed (SIGKILL) once a case has ended and started again with the same command: it takes
+over its workers, which went on with their runs, and finishes; then ``compare`` flags the
+regression and the report renders in a real browser.
 
 Kept to 4 cases (one repeat) so it runs in about two minutes on two busy cores: the full matrix
 (six cards, two configs, three repeats) is the example in docs/evals.md and the benchmark.
@@ -22,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.demo.helpers import ROOT, carrying, descendants
+from tests.demo.helpers import ROOT, carrying
 
 pytestmark = [pytest.mark.integration, pytest.mark.ui, pytest.mark.slow]
 pytest.importorskip("dbos")
@@ -63,10 +64,12 @@ transcript = "{SKIPS}"
     return suite
 
 
-def _kill_tree(pid: int) -> None:
-    for child in descendants(pid) | {pid}:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(child, signal.SIGKILL)
+def _running(pid: int) -> bool:
+    """Alive and not a zombie (an adopted worker's end is reaped by whoever adopted it)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(") ")[-1][:1] != "Z"
+    except OSError:
+        return False
 
 
 @pytest.fixture(scope="module")
@@ -79,7 +82,7 @@ def evaluated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Evaluated]:
     env = {**os.environ, "EVAL_TEST_MARK": str(folder)}
     env.pop("DISPLAY", None)
     try:
-        # First: killed (SIGKILL, the workers with it) once a case has ended.
+        # First: killed (SIGKILL) once a case has ended; its workers go on with their runs.
         log = (folder / "first.txt").open("w")
         process = subprocess.Popen(command, cwd=folder, env=env, stdout=log, stderr=log, text=True)
         deadline = time.monotonic() + 240
@@ -90,7 +93,9 @@ def evaluated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Evaluated]:
                 data = json.loads((out / "eval.json").read_text())
                 ended = any(c["status"] in ("passed", "failed") for c in data["cases"])
         assert ended, (folder / "first.txt").read_text()
-        _kill_tree(process.pid)
+        workers = {int(p.read_text()) for p in (out / "workers").glob("*.pid")}
+        assert len(workers) == 2
+        process.kill()
         process.wait()
         log.close()
         first = subprocess.CompletedProcess(
@@ -100,6 +105,10 @@ def evaluated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Evaluated]:
         second = subprocess.run(command, cwd=folder, env=env, capture_output=True, text=True,
                                 timeout=400, check=False)  # fmt: skip
         result = json.loads((out / "eval.json").read_text())
+        # The second eval took over the first one's workers and stopped them at its end.
+        assert "2 local worker(s)" in second.stdout, second.stdout + second.stderr
+        assert not list((out / "workers").glob("*.pid"))
+        assert not [pid for pid in workers if _running(pid)]
         yield Evaluated(out, first, second, result)
     finally:
         for pid in carrying(str(folder)):
@@ -208,3 +217,83 @@ def test_junit_xml_has_a_failure_for_the_failed_case(evaluated: Evaluated) -> No
     ]
     assert [c.get("name") for c in failed] == [f"{SKIPPED} #1"]
     assert "criteria:" in failed[0].find("failure").get("message", "")  # type: ignore[union-attr]
+
+
+CHROMIUM = Path("/usr/bin/chromium")
+
+
+@pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian's chromium is not installed")
+def test_the_report_renders_its_plots_and_links_every_run(evaluated: Evaluated) -> None:
+    """The HTML report in a real browser: every plot draws (bars with their intervals, the
+    tokens-per-round lines), nothing is fetched from outside, and each run of each case links
+    to its report and its log, which exist."""
+    from PIL import Image
+
+    playwright = pytest.importorskip("playwright.sync_api")
+    report = evaluated.out / "report.html"
+    screenshot = evaluated.out / "report.png"
+    outside: list[str] = []
+    with playwright.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), headless=True)
+        page = browser.new_page(viewport={"width": 1400, "height": 900})
+        page.on(
+            "request", lambda r: outside.append(r.url) if not r.url.startswith("file:") else None
+        )
+        page.goto(report.as_uri())
+        plots = page.locator("svg.plot")
+        kinds = [plots.nth(i).get_attribute("data-plot") for i in range(plots.count())]
+        assert kinds == ["pass-rate", "pass-rate-per-card", "cost", "time", "tokens-per-round"]
+        for i in range(plots.count()):
+            box = plots.nth(i).bounding_box()
+            assert box is not None and box["width"] > 600 and box["height"] > 250, kinds[i]
+        # the pass rate per config, with an interval over the cases
+        bars = page.locator('svg[data-plot="pass-rate"] rect.bar')
+        rates = {bars.nth(i).get_attribute("data-series"): float(bars.nth(i).get_attribute("data-value") or -1)
+                 for i in range(bars.count())}  # fmt: skip
+        assert rates == {"good": 1.0, "skips-a-criterion": 0.5}
+        assert page.locator('svg[data-plot="pass-rate"] g.interval').count() == 2
+        per_card = page.locator(
+            f'svg[data-plot="pass-rate-per-card"] rect.bar[data-series="skips-a-criterion"]'
+            f'[data-group="{SKIPPED}"]'
+        )
+        assert per_card.get_attribute("data-value") == "0"
+        heights = [
+            b["height"] for b in (bars.nth(i).bounding_box() for i in range(bars.count())) if b
+        ]
+        assert len(heights) == 2 and heights[0] > 1.5 * heights[1] > 0  # drawn to scale
+        assert page.locator('svg[data-plot="time"] rect.bar').count() == 4
+        lines = page.locator('svg[data-plot="tokens-per-round"] polyline.line')
+        assert lines.count() == 2
+        assert all(int(lines.nth(i).get_attribute("data-points") or 0) > 10 for i in range(2))
+        # every run of every case links to its report and its log
+        rows = page.locator("tr.case")
+        assert rows.count() == 4
+        checked = 0
+        for i in range(rows.count()):
+            runs = rows.nth(i).locator("div.run")
+            assert runs.count() >= 1
+            for j in range(runs.count()):
+                for kind in ("report", "log"):
+                    link = runs.nth(j).locator(f'a.run-link[data-kind="{kind}"]')
+                    assert link.count() == 1, (rows.nth(i).get_attribute("data-case"), kind)
+                    target = (report.parent / (link.get_attribute("href") or "")).resolve()
+                    assert target.is_file(), target
+                    checked += 1
+        assert checked == 2 * 7  # 7 runs: 4 develop, 3 test
+        page.screenshot(path=str(screenshot), full_page=True)
+        # a test run's report opens from its link
+        page.locator('tr.case[data-case="good/total-ignores-the-discount/1"] div.run').nth(1).locator(
+            'a.run-link[data-kind="report"]').click()  # fmt: skip
+        page.wait_for_load_state()
+        assert page.url.endswith("report.html") and "test-report" in page.url
+        assert "passed" in page.inner_text("body").lower()
+        browser.close()
+    assert outside == []
+    # the plots are drawn in colour on the page, not blank
+    image = Image.open(screenshot).convert("RGB")
+    colours = {
+        image.getpixel((x, y))
+        for x in range(0, image.width, 7)
+        for y in range(0, min(image.height, 1400), 7)
+    }
+    assert (0, 114, 178) in colours and (230, 159, 0) in colours  # the two configs' bars

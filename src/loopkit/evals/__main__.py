@@ -132,6 +132,7 @@ def run_main(argv: list[str]) -> int:
         run = EvalRun(
             suite, out, database=args.database, max_cost=args.max_cost, workers=args.workers,
             on_progress=progress.update, on_case=progress.case_ended,
+            on_note=lambda text: console.print(text, markup=False),
         )  # fmt: skip
     except (ConfigError, CardError) as e:
         return _error(str(e))

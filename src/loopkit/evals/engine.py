@@ -173,6 +173,7 @@ class EvalRun:
         graders: list[Grader] | None = None,
         on_progress: Callable[[EvalResult, dict[str, int]], None] | None = None,
         on_case: Callable[[CaseResult], None] | None = None,
+        on_note: Callable[[str], None] | None = None,
     ) -> None:
         from loopkit.durable.runtime import database_url
 
@@ -186,6 +187,7 @@ class EvalRun:
         self.graders = graders if graders is not None else make_graders(suite.graders)
         self.on_progress = on_progress
         self.on_case = on_case
+        self.on_note = on_note or print
         self.result = self._open(url or database_url(None, default=default))
         self.configs = {c.name: _settings(c, self.out, self.result.database) for c in suite.configs}
         self.cards = {c.name: c for c in suite.cards}
@@ -250,6 +252,11 @@ class EvalRun:
                 await self._enqueue(runtime)
                 if self.workers:
                     local.start()
+                    if local.adopted:
+                        self.on_note(
+                            "took over the local workers still running from before: "
+                            + ", ".join(local.adopted)
+                        )
                 await self._follow(runtime, stop)
         finally:
             for signum in (signal.SIGINT, signal.SIGTERM):

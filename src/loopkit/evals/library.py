@@ -7,11 +7,12 @@ output is the case's output, and loopkit's side of the run is attached to the ca
 and run log (``loopkit.run_id``, ``loopkit.run_log`` attributes) and its usage as metrics
 (``loopkit.input_tokens``, ``loopkit.output_tokens``, ``loopkit.cached_input_tokens``,
 ``loopkit.cache_creation_input_tokens``, ``loopkit.rounds``, ``loopkit.tool_calls``: the run's
-own counts; pydantic-evals adds its own ``input_tokens``, ... summed over the spans' ``gen_ai.usage``
-attributes, which counts the ``invoke_agent`` span's totals on top of its ``chat`` spans). Build the agent with ``ChatClientBuilder(model).use_opentelemetry()``
-and a global OpenTelemetry SDK ``TracerProvider``: its ``invoke_agent`` / ``chat`` /
-``execute_tool`` spans then land in each case's span tree, where pydantic-evals' span-based
-evaluators (``HasMatchingSpan``) look. See docs/evals.md.
+own counts). pydantic-evals adds ``input_tokens``, ... of its own, summed over the spans'
+``gen_ai.usage`` attributes: that counts the ``invoke_agent`` span's totals on top of its
+``chat`` spans'. Build the agent with ``ChatClientBuilder(model).use_opentelemetry()`` and a
+global OpenTelemetry SDK ``TracerProvider``: its ``invoke_agent`` / ``chat`` / ``execute_tool``
+spans then land in each case's span tree, where pydantic-evals' span-based evaluators
+(``HasMatchingSpan``) look. See docs/evals.md.
 """
 
 from __future__ import annotations

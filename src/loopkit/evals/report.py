@@ -114,14 +114,14 @@ def _plots(result: EvalResult) -> str:
                     rounds.setdefault(n, []).append(tokens)
         points = [(float(n), sum(v) / len(v)) for n, v in sorted(rounds.items())]
         lines.append(Series(name, points=points))
-    tokens = line_chart(
+    per_round = line_chart(
         "tokens-per-round",
         f"Tokens per round of the {result.develop} runs (input + output, mean)",
         lines,
         "round",
         unit="tokens",
     )
-    return f'<div class="plots">{pass_rate}{per_card}{cost}{seconds}{tokens}</div>'
+    return f'<div class="plots">{pass_rate}{per_card}{cost}{seconds}{per_round}</div>'
 
 
 def _summary_table(result: EvalResult) -> str:

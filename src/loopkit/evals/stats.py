@@ -49,5 +49,5 @@ def fisher_exact(a_passed: int, a_total: int, b_passed: int, b_total: int) -> fl
     seen = probability(a_passed)
     low, high = max(0, passes - b_total), min(a_total, passes)
     # A relative tolerance, as SciPy uses, so equal probabilities are not lost to rounding.
-    total = sum(p for k in range(low, high + 1) if (p := probability(k)) <= seen * (1 + 1e-7))
-    return min(1.0, total)
+    chances = [probability(k) for k in range(low, high + 1)]
+    return min(1.0, sum(p for p in chances if p <= seen * (1 + 1e-7)))
