@@ -30,6 +30,11 @@ td.cell-fail{background:#fdecea} td.cell-mid{background:#fff4e0} .runs a{margin-
 """
 
 
+#: A run that wrote no HTML report (a develop run whose done was refused replays nothing): its
+#: log is its record.
+_NO_REPORT = '<span class="no-report detail">no report (see its log)</span> '
+
+
 def _link(target: str | None, base: Path, text: str, kind: str) -> str:
     if not target:
         return ""
@@ -177,7 +182,7 @@ def _cases_table(result: EvalResult, base: Path) -> str:
             runs.append(
                 f'<div class="run" data-run="{escape(run.run_id)}">{escape(run.role)}'
                 f"{f' (round {run.round})' if run.round > 1 else ''}: {escape(run.state)} "
-                f"{_link(run.report, base, 'report', 'report')}"
+                f"{_link(run.report, base, 'report', 'report') or _NO_REPORT}"
                 f"{_link(run.log_path, base, 'log', 'log')}"
                 f'<span class="detail">{escape(run.run_id[:12])}</span></div>'
             )

@@ -14,7 +14,7 @@ __all__ = ["PALETTE", "Series", "bar_chart", "line_chart"]
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442")
 
 _WIDTH, _HEIGHT = 720, 300
-_LEFT, _RIGHT, _TOP, _BOTTOM = 64, 16, 28, 64
+_LEFT, _RIGHT, _TOP, _BOTTOM = 64, 16, 40, 64
 
 
 @dataclass
