@@ -124,7 +124,7 @@ def run_main(argv: list[str]) -> int:
     from loopkit.evals.progress import EvalProgress
     from loopkit.evals.suite import load_suite
 
-    console = Console(highlight=False)
+    console = Console(highlight=False, soft_wrap=True)
     try:
         suite = load_suite(args.suite, configs=args.configs, repeat=args.repeat)
         out = args.out or default_out(suite)

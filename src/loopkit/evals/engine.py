@@ -354,7 +354,7 @@ class EvalRun:
             if record is None:  # its parent queued it a moment ago
                 break
             if not record.finished:
-                runs.append(await self._run_ref(runtime, run_id, len(runs), live=True))
+                runs.append(await self._run_ref(runtime, run_id, len(runs)))
                 break
             ref = await self._run_ref(runtime, run_id, len(runs))
             self._ended_runs[run_id] = ref
@@ -367,17 +367,11 @@ class EvalRun:
             ended = next_run is None
         case.runs = runs
         _add_up(case, self.prices[case.config])
-        if not ended:
-            case.status = (
-                "running"
-                if any(r.state == "running" for r in runs)
-                else ("running" if len(runs) > 1 else "queued")
-            )
+        if not ended:  # queued: its next run waits for a worker
+            case.status = "running" if any(r.state == "running" for r in runs) else "queued"
         return ended
 
-    async def _run_ref(
-        self, runtime: DurableRuntime, run_id: str, index: int, *, live: bool = False
-    ) -> RunRef:
+    async def _run_ref(self, runtime: DurableRuntime, run_id: str, index: int) -> RunRef:
         from loopkit.cards.durable import get_card_run
 
         record = await get_card_run(runtime, run_id)
@@ -406,8 +400,7 @@ class EvalRun:
             created_at=record.created_at.isoformat() if record.created_at else None,
             updated_at=record.updated_at.isoformat() if record.updated_at else None,
         )
-        if not live:
-            _from_log(ref)
+        _from_log(ref)
         return ref
 
     async def _grade(self, case: CaseResult, semaphore: asyncio.Semaphore) -> None:
@@ -448,13 +441,25 @@ class EvalRun:
         from loopkit.durable.errors import DurableError
 
         reason = f"the budget of ${self.max_cost:.2f} is reached (spent ${self.result.spend:.4f})"
-        for case in self.result.cases:
-            if case.ended or case.key in self._grading:
-                continue
+        stopped = [c for c in self.result.cases if not c.ended and c.key not in self._grading]
+        running: list[str] = []  # the logs of the runs a worker was running
+        for case in stopped:
             for run in case.runs or [RunRef(run_id=case.first_run, role="", state="queued")]:
                 if run.state not in ("done", "failed", "cancelled"):
                     with contextlib.suppress(DurableError):
                         await cancel_card_run(runtime, run.run_id)
+                        if run.state == "running" and run.log_path:
+                            running.append(run.log_path)
+        # A running run stops within its worker's poll and writes its end (``cancelled``,
+        # ``result``): wait for that before the workers are stopped (bounded: a worker that is
+        # gone leaves it to the next one), then read the runs once more.
+        deadline = time.monotonic() + 30
+        while running and time.monotonic() < deadline:
+            if all((read_log(p) or [{}])[-1].get("type") == "result" for p in running):
+                break
+            await asyncio.sleep(POLL_SECONDS)
+        for case in stopped:
+            await self._update(runtime, case)
             case.status, case.note = "stopped", reason
         if self._grading:
             await asyncio.gather(*self._grading.values(), return_exceptions=True)
@@ -475,33 +480,43 @@ class EvalRun:
 
 
 def _from_log(ref: RunRef) -> None:
-    """What only the run's log has: cache writes, seconds, tokens per round, its report."""
+    """What the run's log says: tokens (its subagents' child runs included, which its own
+    totals leave out), cache writes, rounds, seconds, tokens per round and its report. A run
+    still running counts what it logged so far; without a log the database's counts stay."""
     lines = read_log(ref.log_path)
     per_round: list[int] = []
     report: str | None = None
+    sums = dict.fromkeys(_TOKENS, 0)
     for line in lines:
         data = line.get("data")
-        if not isinstance(data, dict) or line.get("parent_run_id"):
+        if not isinstance(data, dict):
             continue
         kind = line.get("type")
-        if kind == "round" and line.get("run_id") and not _child(line):
-            per_round.append(int(data.get("input_tokens", 0)) + int(data.get("output_tokens", 0)))
+        if kind == "round":
+            for key in _TOKENS:
+                sums[key] += int(data.get(key, 0) or 0)
+            if not line.get("parent_run_id"):
+                per_round.append(
+                    int(data.get("input_tokens", 0)) + int(data.get("output_tokens", 0))
+                )
+        elif line.get("parent_run_id"):
+            continue
         elif kind == "test_report" and data.get("path"):
             report = str(data["path"])
         elif kind == "verification" and data.get("report") and report is None:
             report = str(data["report"])
         elif kind == "result":
-            totals = data.get("totals") or {}
-            ref.seconds = float(totals.get("seconds", 0.0))
-            ref.cache_creation_input_tokens = int(totals.get("cache_creation_input_tokens", 0))
-            ref.rounds = int(totals.get("rounds", ref.rounds))
-            ref.input_tokens = int(totals.get("input_tokens", ref.input_tokens))
-            ref.output_tokens = int(totals.get("output_tokens", ref.output_tokens))
-            ref.cached_input_tokens = int(
-                totals.get("cached_input_tokens", ref.cached_input_tokens)
-            )
+            ref.seconds = float((data.get("totals") or {}).get("seconds", 0.0))
+    if per_round:
+        ref.rounds = len(per_round)
+        ref.input_tokens, ref.output_tokens = sums["input_tokens"], sums["output_tokens"]
+        ref.cached_input_tokens = sums["cached_input_tokens"]
+        ref.cache_creation_input_tokens = sums["cache_creation_input_tokens"]
     ref.tokens_per_round = per_round
     ref.report = report
+
+
+_TOKENS = ("input_tokens", "output_tokens", "cached_input_tokens", "cache_creation_input_tokens")
 
 
 def _child(line: dict[str, Any]) -> bool:

@@ -64,7 +64,7 @@ class EvalProgress:
             self._live.update(self._render())
         elif self.text != self._printed:
             self._printed = self.text
-            self.console.print(self.text, markup=False, highlight=False)
+            self.console.print(self.text, markup=False, highlight=False, soft_wrap=True)
 
     def case_ended(self, case: CaseResult) -> None:
         failed = ", ".join(f"{g.grader}: {g.detail}" for g in case.failed_graders())
@@ -73,4 +73,5 @@ class EvalProgress:
             f"{mark} {escape(case.key)}  ({case.rounds} rounds, {case.seconds:.1f} s)"
             + (f"  {escape(failed)}" if failed else ""),
             highlight=False,
+            soft_wrap=True,
         )
