@@ -1,7 +1,7 @@
 """``--max-cost``: an eval of a priced model stops cleanly when its spend reaches the budget.
 
-The model is ``openai/gpt-4o`` through litellm's real HTTP path to a fake OpenAI server on
-127.0.0.1 (no key exists here: the fake stands in for OpenAI), answering with the card's
+The model is ``anthropic/claude-sonnet-4-5`` through litellm's real HTTP path to a fake
+Anthropic server on 127.0.0.1 (no key exists here: the fake stands in for Anthropic), answering with the card's
 bundled transcript and a usage per request (cache reads and writes included). The price comes
 from litellm's own table; the spend counts the running run's requests as they are checkpointed.
 """
@@ -24,6 +24,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.ui]
 pytest.importorskip("dbos")
 
 CARD = ROOT / "examples" / "cards" / "total-ignores-the-discount.md"
+MODEL = "anthropic/claude-sonnet-4-5"
 BUDGET = 0.05
 
 
@@ -36,14 +37,14 @@ def test_the_budget_stops_the_eval_cleanly(tmp_path: Path) -> None:
     from tests.fakes.fake_llm_server import FakeLLMServer
 
     script = Script.load(bundled_transcripts()["total-ignores-the-discount"])
-    with FakeLLMServer("openai") as server:
+    with FakeLLMServer("anthropic") as server:
         server.script(fake_turns(script))
         suite = tmp_path / "suite.toml"
         suite.write_text(
-            f'cards = ["{CARD}"]\nrepeat = 2\n[[configs]]\nname = "gpt-4o"\n'
-            f'model = "openai/gpt-4o"\napi_base = "{server.api_base}"\n'
+            f'cards = ["{CARD}"]\nrepeat = 2\n[[configs]]\nname = "claude"\n'
+            f'model = "{MODEL}"\napi_base = "{server.api_base}"\n'
         )
-        env = {**os.environ, "OPENAI_API_KEY": "sk-test-0123456789abcdefghij",
+        env = {**os.environ, "ANTHROPIC_API_KEY": "sk-ant-test-0123456789abcdefghij",
                "EVAL_TEST_MARK": str(tmp_path)}  # fmt: skip
         env.pop("DISPLAY", None)
         try:
@@ -75,8 +76,8 @@ def test_the_budget_stops_the_eval_cleanly(tmp_path: Path) -> None:
     assert Card.load(Path(first["card_path"])).state == CardState.FAILED
     assert Card.load(Path(second["card_path"])).state == CardState.NEW  # never started
     # the cost is litellm's price of the run's tokens, cache reads and writes apart
-    price = price_for("openai/gpt-4o")
-    assert result["configs"][0]["price"]["note"] == "litellm price table (gpt-4o)"
+    price = price_for(MODEL)
+    assert result["configs"][0]["price"]["note"] == "litellm price table (claude-sonnet-4-5)"
     assert run["cached_input_tokens"] > 0 and run["cache_creation_input_tokens"] > 0
     assert run["cost"] == pytest.approx(price.cost(run))
     assert result["cases"][0]["cost"] == pytest.approx(run["cost"])
@@ -84,4 +85,4 @@ def test_the_budget_stops_the_eval_cleanly(tmp_path: Path) -> None:
     assert BUDGET <= first["cost"] < 3 * BUDGET
     assert (tmp_path / "out" / "report.html").is_file()
     assert (tmp_path / "out" / "junit.xml").read_text().count("<skipped") == 2
-    assert "sk-test-0123456789" not in output + (tmp_path / "out" / "eval.json").read_text()
+    assert "0123456789abcdefghij" not in output + (tmp_path / "out" / "eval.json").read_text()

@@ -43,6 +43,8 @@ class CaseChange(BaseModel):
         return self.change == "worse" and self.old.passed > 0
 
     def note(self) -> str:
+        if self.change == "same":
+            return ""
         if self.p_value is None:
             return "too few repeats for a significance test" if self.change in (
                 "better", "worse") else ""  # fmt: skip

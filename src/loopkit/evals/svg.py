@@ -96,10 +96,12 @@ def bar_chart(
     bar = min(48.0, slot * 0.8 / max(1, len(series)))
     for g, group in enumerate(groups):
         start = _LEFT + g * slot + (slot - bar * len(series)) / 2
-        label = group if len(group) <= 28 else group[:26] + "…"
+        fits = max(6, int(slot / 6.2))  # characters of 11 px text in the group's width
+        label = group if len(group) <= fits else group[: fits - 1] + "…"
         parts.append(
             f'<text x="{_LEFT + g * slot + slot / 2:.1f}" y="{_TOP + plot_h + 16}" '
-            f'text-anchor="middle" class="group">{escape(label)}</text>'
+            f'text-anchor="middle" class="group"><title>{escape(group)}</title>'
+            f"{escape(label)}</text>"
         )
         for n, s in enumerate(series):
             value = s.values[g] if g < len(s.values) else None
