@@ -77,6 +77,7 @@ def plain_queue(folder: Path) -> float:
 
 
 def evaluated(folder: Path, graders: list[str]) -> tuple[float, dict[str, object]]:
+    folder.mkdir(parents=True)
     suite = folder / "suite.toml"
     suite.write_text(
         f'cards = ["{CARD}"]\nrepeat = {CASES}\nround_trips = 1\ngraders = {json.dumps(graders)}\n'
