@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from loopkit.cards import Card
+from loopkit.cards import Card, CardState
 from loopkit.evals import (
     CriteriaGrader,
     LimitsGrader,
@@ -150,3 +150,34 @@ def test_the_tester_grader_and_the_limits_grader(tmp_path: Path) -> None:
     assert verdict.detail == "the test role never ran (the develop run failed)"
     verdict = asyncio.run(LimitsGrader().grade(alone))
     assert verdict.passed is True and verdict.detail == "27 rounds, 20,300 tokens, 8.0 s"
+
+
+def test_an_eval_folder_is_resumed_or_refused(tmp_path: Path) -> None:
+    """Started again in its folder, an eval keeps its plan and ids; the cases a budget stopped
+    get a first run of a new id (their runs were cancelled); another plan is refused."""
+    from loopkit.evals.engine import EvalRun
+
+    cards = tmp_path / "cards"
+    cards.mkdir()
+    (cards / "one.md").write_text((CARDS / "total-ignores-the-discount.md").read_text())
+    out = tmp_path / "out"
+    first = EvalRun(load_suite(cards, repeat=2), out)
+    first.out.mkdir()
+    first._copy_cards()
+    keys = [c.key for c in first.result.cases]
+    assert keys == ["default/one/1", "default/one/2"]
+    stopped = first.result.cases[1]
+    stopped.status, stopped.note = "stopped", "the budget of $1.00 is reached"
+    first.result.status = "stopped: the budget of $1.00 is reached"
+    first.result.save(first.path)
+    Card.load(Path(stopped.card_path)).save_state(CardState.FAILED)
+
+    again = EvalRun(load_suite(cards, repeat=2), out, max_cost=5.0)
+    assert again.result.eval_id == first.result.eval_id and again.result.status == "running"
+    kept, rerun = again.result.cases
+    assert kept.first_run == first.result.cases[0].first_run and kept.status == "queued"
+    assert rerun.status == "queued" and rerun.note is None and rerun.first_run != stopped.first_run
+    assert Card.load(Path(rerun.card_path)).state == CardState.NEW
+    assert again.result.max_cost == 5.0
+    with pytest.raises(SuiteError, match=r"holds another eval \(its cards, configs or repeats"):
+        EvalRun(load_suite(cards, repeat=3), out)

@@ -218,9 +218,14 @@ class EvalRun:
         if found.status != "complete":
             found.status = "running"
             found.ended_at = None
-            for case in found.cases:  # stopped by a budget before: run them now
+            for case in found.cases:  # stopped by a budget before: run them now, anew
                 if case.status == "stopped":
-                    case.status, case.note = "queued", None
+                    # Its runs were cancelled: a first run of a new id, on the card as it was.
+                    case.first_run = case_run_id(found.eval_id, f"{case.key}@{_now()}")
+                    case.status, case.note, case.runs, case.graders = "queued", None, [], []
+                    copy = Path(case.card_path)
+                    if copy.exists():
+                        Card.load(copy).save_state(CardState.NEW)
         return found
 
     # -- the run ---------------------------------------------------------------------------
