@@ -95,6 +95,7 @@ def evaluated(folder: Path, graders: list[str]) -> tuple[float, dict[str, object
     return seconds, result
 
 
+@pytest.mark.timeout(2400)  # nine pipelines with their desktops: minutes on a busy machine
 def test_eval_overhead_per_case(tmp_path: Path) -> None:
     load_before = Path("/proc/loadavg").read_text().split()[:3]
     queue = plain_queue(tmp_path / "queue")

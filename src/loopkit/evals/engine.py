@@ -359,7 +359,12 @@ class EvalRun:
             if record is None:  # its parent queued it a moment ago
                 break
             if not record.finished:
-                runs.append(await self._run_ref(runtime, run_id, len(runs)))
+                if record.state == "queued":  # nothing to read yet: no checkpoint, no log
+                    args = record.inputs.get("args") or [{}]
+                    role = args[0].get("role", "?") if isinstance(args[0], dict) else "?"
+                    runs.append(RunRef(run_id=run_id, role=role, state="queued"))
+                else:
+                    runs.append(await self._run_ref(runtime, run_id, len(runs)))
                 break
             ref = await self._run_ref(runtime, run_id, len(runs))
             self._ended_runs[run_id] = ref
