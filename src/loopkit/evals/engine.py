@@ -424,17 +424,9 @@ class EvalRun:
                 runs=case.runs, develop=self.suite.develop, then=self.suite.then,
                 folder=folder, limits=self.suite.limits, cost=case.cost,
             )  # fmt: skip
-            verdicts = []
-            for grader in self.graders:
-                try:
-                    verdicts.append(await grader.grade(grading))
-                except Exception as e:  # a grader that breaks fails the case, named
-                    verdicts.append(
-                        GraderVerdict(
-                            grader=getattr(grader, "name", type(grader).__name__), passed=False,
-                            detail=f"the grader failed: {type(e).__name__}: {e}",
-                        )
-                    )  # fmt: skip
+            # The graders are independent: they run at once (the build and the checks each
+            # start a process of their own).
+            verdicts = list(await asyncio.gather(*(_graded(g, grading) for g in self.graders)))
             case.graders = verdicts
             case.passed = all(v.passed is not False for v in verdicts)
             case.status = "passed" if case.passed else "failed"
@@ -487,6 +479,17 @@ class EvalRun:
         self.result.save(self.path)
         write_report(self.result, self.out / "report.html")
         write_junit(self.result, self.out / "junit.xml")
+
+
+async def _graded(grader: Grader, case: CaseRun) -> GraderVerdict:
+    """``grader``'s verdict on ``case``; a grader that breaks fails the case, named."""
+    try:
+        return await grader.grade(case)
+    except Exception as e:
+        name = getattr(grader, "name", type(grader).__name__)
+        return GraderVerdict(
+            grader=name, passed=False, detail=f"the grader failed: {type(e).__name__}: {e}"
+        )
 
 
 def _from_log(ref: RunRef) -> None:
