@@ -853,6 +853,10 @@ TRANSCRIPTS = {
 from tester_transcripts import TEST_TRANSCRIPTS  # noqa: E402
 
 TRANSCRIPTS.update({f"test/{name}": make for name, make in TEST_TRANSCRIPTS.items()})
+# The cards added for the evals, and the test runs derived from the cards' check scripts.
+from more_transcripts import MORE_TRANSCRIPTS  # noqa: E402
+
+TRANSCRIPTS.update(MORE_TRANSCRIPTS)
 
 
 #: The (core_tools, defer_tools) of a transcript's run (the card runner's settings); a

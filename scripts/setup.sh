@@ -109,4 +109,23 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   "$VENV/bin/python" -m pip install -q -e ".[$EXTRAS]"
   echo "$want" > "$stamp"
 fi
+# Only the tests: the library evals' environment. pydantic-evals pins pydantic-ai-slim to its own
+# version, which the dev extra's pin for the benchmarks' peer does not match (2.62 has no
+# pydantic_ai.conversation_store, which bench/test_agent_overhead.py uses): loopkit[evals] gets a
+# virtual environment of its own, which tests/evals/test_library_evals.py runs its check in.
+EVALS_VENV=${EVALS_VENV:-.venv-evals}
+if ((TESTS)); then
+  if [ ! -x "$EVALS_VENV/bin/python" ]; then
+    say "creating $EVALS_VENV (the library evals' tests: pydantic-evals)"
+    "$PYTHON" -m venv "$EVALS_VENV"
+  fi
+  evals_stamp="$EVALS_VENV/.loopkit-installed"
+  evals_want="$(sha256sum pyproject.toml | cut -d' ' -f1) evals"
+  if [ ! -f "$evals_stamp" ] || [ "$(cat "$evals_stamp")" != "$evals_want" ]; then
+    say "installing loopkit[evals] into $EVALS_VENV (first time: a few minutes)"
+    "$EVALS_VENV/bin/python" -m pip install -q --upgrade pip
+    "$EVALS_VENV/bin/python" -m pip install -q -e ".[evals]"
+    echo "$evals_want" > "$evals_stamp"
+  fi
+fi
 say "ready: $VENV/bin/python"

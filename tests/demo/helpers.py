@@ -23,6 +23,9 @@ CARD_NAMES = [
 ]
 #: The card of the fourth gap (missing ids): its run writes through the id fixer, a subagent.
 ID_CARD = "every-control-has-an-accessible-id"
+#: The cards added for the evals (issue 22): their bundled develop and test transcripts are
+#: written by scripts/more_transcripts.py.
+EVAL_CARDS = ["open-says-when-a-file-is-not-an-invoice", "discount-stays-between-0-and-100"]
 
 
 @dataclass

@@ -11,7 +11,7 @@ from loopkit.demo.id_fixer import child_transcript
 from loopkit.demo.run import bundled_transcripts
 from loopkit.middleware.tool_disclosure import LOAD_TOOLS, ToolDisclosure
 
-from .helpers import CARD_NAMES, ID_CARD, ROOT
+from .helpers import CARD_NAMES, EVAL_CARDS, ID_CARD, ROOT
 
 
 def test_bundled_transcripts_are_up_to_date() -> None:
@@ -27,8 +27,8 @@ def test_bundled_transcripts_are_up_to_date() -> None:
 
 def test_every_card_has_a_transcript_that_ends_with_result_done() -> None:
     bundled = bundled_transcripts()
-    assert sorted(bundled) == sorted([*CARD_NAMES, ID_CARD])
-    for name in CARD_NAMES:
+    assert sorted(bundled) == sorted([*CARD_NAMES, ID_CARD, *EVAL_CARDS])
+    for name in [*CARD_NAMES, *EVAL_CARDS]:
         script = Script.load(bundled[name])
         assert script.turns[-1].text.rstrip().endswith("RESULT: done")
         calls = [c for t in script.turns for c in t.calls]
@@ -46,7 +46,7 @@ def test_the_develop_cards_use_only_the_tools_offered_from_the_start() -> None:
     # the whole prompt again. The default core holds what the develop cards use, so none loads.
     config = RunnerConfig()
     disclosure = ToolDisclosure(config.core_tools, defer=config.defer_tools)
-    for name in CARD_NAMES:
+    for name in [*CARD_NAMES, *EVAL_CARDS]:
         names = {c.name for t in Script.load(bundled_transcripts()[name]).turns for c in t.calls}
         assert LOAD_TOOLS not in names, name
         assert all(disclosure.is_core(n) for n in names), (name, sorted(names))
@@ -72,7 +72,7 @@ def test_every_develop_transcript_cites_evidence_for_every_checkable_criterion()
     is not (manual), checks by the ids it gave them, after its last build."""
     from loopkit import Card
 
-    for name in [*CARD_NAMES, ID_CARD]:
+    for name in [*CARD_NAMES, ID_CARD, *EVAL_CARDS]:
         criteria = Card.load(ROOT / "examples" / "cards" / f"{name}.md").criteria
         calls = [c for t in Script.load(bundled_transcripts()[name]).turns for c in t.calls]
         names = [c.name for c in calls]

@@ -17,7 +17,8 @@ PACKAGE = Path(__file__).resolve().parents[2] / "src" / "loopkit"
 # The card-runner application: its domain (cards/), the demo, and the two commands that queue and
 # run cards (``python -m loopkit.runs``, ``python -m loopkit.worker``; named by the durable-runs
 # issue, so they sit at the package root beside the library).
-APPLICATION = ("cards", "demo", "runs.py", "worker.py")
+# The evals (``python -m loopkit.evals``) grade card runs through the demo's pipeline: application.
+APPLICATION = ("cards", "demo", "evals", "runs.py", "worker.py")
 
 
 def imported_modules(path: Path) -> set[str]:

@@ -23,6 +23,7 @@ PACKAGES = [
     "loopkit",
     "loopkit.agents",
     "loopkit.cards",
+    "loopkit.evals",
     "loopkit.interop",
     "loopkit.interop.a2a",
     "loopkit.interop.ag_ui",
