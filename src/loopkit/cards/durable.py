@@ -110,6 +110,9 @@ class CardRunRequest(BaseModel):
     parent: str | None = None
     #: This run is a step of the develop → test pipeline.
     pipeline: PipelineSpec | None = None
+    #: Who asked for the run (a board login, ``slack:<user id>``; a pipeline's next run keeps
+    #: its first run's), for the record; None: not said (the command line).
+    started_by: str | None = None
 
     @classmethod
     def create(
@@ -123,6 +126,7 @@ class CardRunRequest(BaseModel):
         message: str | None = None,
         parent: str | None = None,
         pipeline: PipelineSpec | None = None,
+        started_by: str | None = None,
         **overrides: Any,
     ) -> CardRunRequest:
         """A request for ``card`` in ``role``: ``config`` as given, or read from
@@ -150,6 +154,7 @@ class CardRunRequest(BaseModel):
             message=message,
             parent=parent,
             pipeline=pipeline,
+            started_by=started_by,
         )
 
     def runner_config(self) -> RunnerConfig:
@@ -407,6 +412,8 @@ class CardRunRecord:
     #: The run it follows (a test run's develop run), and the run queued after it.
     parent: str | None = None
     next_run: str | None = None
+    #: Who asked for the run (:attr:`CardRunRequest.started_by`).
+    started_by: str | None = None
 
     @property
     def tokens(self) -> int:
@@ -495,6 +502,7 @@ async def _card_record(runtime: DurableRuntime, run: RunRecord) -> CardRunRecord
         or (prepared.repo if prepared is not None else request.repo),
         parent=request.parent,
         next_run=result.next_run if result is not None else None,
+        started_by=request.started_by,
     )
 
 
