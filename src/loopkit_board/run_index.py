@@ -16,13 +16,13 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, replace
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import PurePath
 from typing import Any
 
-__all__ = ["RunFilter", "RunIndex", "RunSummary", "run_summary"]
+__all__ = ["RunIndex", "RunSummary", "run_summary"]
 
 _ENDED = ("done", "failed", "cancelled")
 
@@ -218,68 +218,3 @@ class RunIndex:
 
 def _newest_first(run: RunSummary) -> tuple[float, str]:
     return (-(run.created_at.timestamp() if run.created_at else 0.0), run.run_id)
-
-
-@dataclass(frozen=True, slots=True)
-class RunFilter:
-    """What a list of runs is narrowed to: words in the card's name, title or the run's id
-    (``q``), a state, a role, a result (``done``, ``failed``, ``cancelled``; ``ended``: any of
-    them; ``open``: not ended), who started it, one card (its file name)."""
-
-    q: str = ""
-    state: str = ""
-    role: str = ""
-    result: str = ""
-    started_by: str = ""
-    card: str = ""
-
-    @classmethod
-    def from_query(cls, query: Any) -> RunFilter:
-        """From a request's query parameters (unknown ones are ignored; each value is cut)."""
-
-        def one(name: str) -> str:
-            value = query.get(name) or ""
-            return " ".join(str(value).split())[:100]
-
-        return cls(
-            q=one("q"),
-            state=one("state"),
-            role=one("role"),
-            result=one("result"),
-            started_by=one("by"),
-            card=one("card"),
-        )
-
-    @property
-    def active(self) -> bool:
-        return any((self.q, self.state, self.role, self.result, self.started_by, self.card))
-
-    def without_card(self) -> RunFilter:
-        return replace(self, card="")
-
-    def matches(self, run: RunSummary, title: str = "") -> bool:
-        if self.card and run.name != self.card:
-            return False
-        if self.state and run.state != self.state:
-            return False
-        if self.role and run.role != self.role:
-            return False
-        if self.result:
-            if self.result == "ended" and not run.ended:
-                return False
-            if self.result == "open" and run.ended:
-                return False
-            if self.result not in ("ended", "open") and run.state != self.result:
-                return False
-        if self.started_by and (run.started_by or "") != self.started_by:
-            return False
-        if self.q:
-            haystack = f"{run.name} {title} {run.run_id} {run.reason or ''}".lower()
-            return all(word in haystack for word in self.q.lower().split())
-        return True
-
-    def apply(
-        self, runs: Iterable[RunSummary], titles: dict[str, str] | None = None
-    ) -> list[RunSummary]:
-        titles = titles or {}
-        return [r for r in runs if self.matches(r, titles.get(r.name, ""))]

@@ -30,7 +30,7 @@ __all__ = [
 
 #: Events a run's feed makes from probing the queue, not from its log (not posted as progress,
 #: and not counted: their numbering differs from one follower to the next).
-PROBE_KINDS = frozenset({"queued", "state", "end"})
+PROBE_KINDS = frozenset({"queued", "state", "files", "end"})
 #: A tool's arguments and result are cut to this many characters in a post.
 SHORT = 120
 #: Slack shows up to 40,000 characters of a message; a post stays well below.
