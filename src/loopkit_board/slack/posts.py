@@ -59,6 +59,16 @@ def format_events(events: list[RunEvent]) -> str | None:
             mark = ":x:" if data.get("error") else "•"
             args = _short(data.get("arguments") or {})
             lines.append(f"{mark} `{data.get('name')}` {args} → {_short(data.get('result', ''))}")
+        elif event.kind == "approval_requested":
+            args = _short(data.get("arguments") or {})
+            n = data.get("number")
+            lines.append(
+                f":raising_hand: *approval {n}*: the run waits to call `{data.get('name')}` "
+                f"{args}. Reply `approve {n}` or `deny {n}` (a note may follow) in this thread."
+            )
+        elif event.kind == "approval":
+            said = "approved" if data.get("approved") else "refused"
+            lines.append(f"approval {data.get('number')} {said} by {data.get('by')}")
         elif event.kind in ("interrupted", "resumed", "cancelled", "error"):
             lines.append(f"_{event.kind}_: {_short(data.get('reason') or data)}")
     if not lines:
