@@ -233,4 +233,6 @@ def highlight_css() -> str:
     except ImportError:
         return ""
     rules = str(HtmlFormatter(style="default").get_style_defs(".code")).splitlines()
-    return "\n".join(rule for rule in rules if rule.startswith(".code ."))
+    # Without Pygments' comments (token names such as Generic.Traceback).
+    kept = (re.sub(r"\s*/\*.*?\*/", "", rule) for rule in rules if rule.startswith(".code ."))
+    return "\n".join(kept)
