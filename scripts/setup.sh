@@ -82,6 +82,8 @@ if ((TESTS)); then
   npm_ci_once tests/interop/clients "the AG-UI client and the MCP Inspector CLI"
   # the UI benchmark's peer, driving Debian's chromium (its own browser download is not used)
   npm_ci_once bench/playwright_mcp "Playwright MCP"
+  # axe-core, injected into the board's pages by its browser tests (WCAG 2.1 AA checks)
+  npm_ci_once tests/board/axe "axe-core"
 fi
 
 # Only the tests: Arize Phoenix, a real OTLP trace receiver and viewer for the traces test

@@ -1,28 +1,33 @@
 """The web board: a Starlette app over :class:`~loopkit_board.service.BoardService`.
 
-Server-rendered pages (Jinja2), one small script (``static/board.js``: an ``EventSource`` for a
-run's progress, ``fetch`` for the streaming chat); no front-end build. Every route but the login
-page needs a login (:mod:`loopkit_board.auth`), checked by :class:`Gate` before the app sees
-the request; every state-changing request with the login cookie must carry its CSRF token.
+Server-rendered pages (Jinja2), one small script (``static/board.js``: one ``EventSource`` a
+page, ``fetch`` for the streaming chat and for a page's live part); no front-end build. Every
+page is live: a run's page over the run's stream (:mod:`loopkit_board.run_pages`), every other
+page over ``/events`` (which cards and runs changed: the page fetches its ``?part=live``
+again). Every route but the login page needs a login (:mod:`loopkit_board.auth`), checked by
+:class:`Gate` before the app sees the request; every state-changing request with the login
+cookie must carry its CSRF token.
 
-Pages: ``/`` the board (columns New, In Work, Done, Failed; a new-card form), ``/cards/NAME``
-(edit, start a run in a role, its runs), ``/runs`` and ``/runs/ID`` (timeline live by SSE from
-``/runs/ID/events``, screenshots, report, diff, findings, chat), ``/findings``.
+Pages: ``/`` the board (search and filters, columns New, In Work, Done, Failed, pages of
+cards; a new-card form), ``/cards/NAME`` (edit, start a run in a role, the card's runs: who
+started each and how long it took), ``/runs`` (every run, filtered, in pages) and ``/runs/ID``
+(timeline, approvals, screenshots, GIF, report, highlighted diff, findings, chat),
+``/findings``.
 """
 
 from __future__ import annotations
 
 import json
-import mimetypes
 import os
 import re
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import anyio.to_thread
 from jinja2 import Environment, FileSystemLoader, select_autoescape
+from markupsafe import Markup
 from sse_starlette import EventSourceResponse
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -32,28 +37,31 @@ from starlette.responses import (
     PlainTextResponse,
     RedirectResponse,
     Response,
-    StreamingResponse,
 )
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from loopkit.cards.card import CardState
 from loopkit.durable.errors import DatabaseUnavailableError
-from loopkit_board.artifacts import open_run_file
 from loopkit_board.auth import Accounts, Signer
+from loopkit_board.filters import CardFilter, RunFilter
 from loopkit_board.gate import Gate
 from loopkit_board.limits import LimitReached, LoginLimits, SecretChecker, StreamSlots
 from loopkit_board.login_pages import LoginPages
-from loopkit_board.service import BoardError, BoardService, CardNotFoundError, QueuedRun
+from loopkit_board.run_index import RunSummary
+from loopkit_board.run_pages import RunPages, parse_after, queued
+from loopkit_board.service import BoardError, BoardService
 
-__all__ = ["create_app", "parse_after", "valid_run_id"]
+__all__ = ["CARDS_PAGE", "RUNS_PAGE", "create_app", "parse_after", "paths_shown", "valid_run_id"]
 
 _HERE = Path(__file__).parent
 _COLUMNS = [s.value for s in CardState]
 #: A run id as the queue makes them (32 hex digits), or as a program chose it: letters,
 #: digits and ``_.:-``; anything else names no run and never reaches the database.
 _RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}")
-_AFTER = re.compile(r"[0-9]{1,9}")
+#: Cards a page of the board shows (all columns together), and runs a page of /runs.
+CARDS_PAGE = 100
+RUNS_PAGE = 50
 #: The note a redirect shows on the next page (``?message=``): short, one line.
 _MESSAGE_CHARS = 300
 
@@ -63,12 +71,25 @@ def valid_run_id(run_id: str) -> bool:
     return _RUN_ID.fullmatch(run_id) is not None
 
 
-def parse_after(given: str | None) -> int | None:
-    """``?after=N`` of an event stream: -1 when absent or empty, N for ASCII digits (at most
-    nine), None for anything else (``²``, ``-1``, ``1e3``, a space): a 400."""
-    if not given:
-        return -1
-    return int(given) if _AFTER.fullmatch(given) else None
+def _page_of(items: Sequence[Any], given: str | None, size: int) -> tuple[int, int, list[Any]]:
+    """Page ``given`` (1 when absent or not a number; the last when past it) of ``items``:
+    (its number, the number of pages, its items)."""
+    pages = max(1, -(-len(items) // size))
+    number = int(given) if given and given.isascii() and given.isdigit() and len(given) < 7 else 1
+    number = min(max(1, number), pages)
+    return number, pages, list(items[(number - 1) * size : number * size])
+
+
+def _query(request: Request) -> str:
+    """The request's query without ``page``, ``part`` and ``message`` (for the pager's links)."""
+    from urllib.parse import urlencode
+
+    kept = [
+        (k, v)
+        for k, v in request.query_params.multi_items()
+        if k not in ("page", "part", "message")
+    ]
+    return urlencode(kept)
 
 
 def _note(text: str | None) -> str | None:
@@ -97,19 +118,36 @@ class Board:
             auto_reload=False,
         )
         self.jinja.filters["shown"] = self.shown
+        self.jinja.filters["diff_html"] = _diff_html
+        self.jinja.globals["highlight_css"] = _highlight_css()
+        self.runs_pages = RunPages(self)
 
     # -- helpers -----------------------------------------------------------------------------
     def page(
-        self, request: Request, template: str, status: int = 200, **values: Any
+        self,
+        request: Request,
+        template: str,
+        status: int = 200,
+        *,
+        block: str | None = None,
+        **values: Any,
     ) -> HTMLResponse:
+        """A page; ``block``: only that block of it (a live page's part, fetched again when
+        its stream says something changed)."""
         state = request.scope.get("state", {})
-        html = self.jinja.get_template(template).render(
-            user=state.get("user"),
-            csrf=state.get("csrf", ""),
-            message=_note(request.query_params.get("message")),
+        values = {
+            "user": state.get("user"),
+            "csrf": state.get("csrf", ""),
+            "message": _note(request.query_params.get("message")),
             **values,
-        )
-        return HTMLResponse(html, status_code=status)
+        }
+        found = self.jinja.get_template(template)
+        if block is not None and block in found.blocks:
+            context = found.new_context(values)
+            html = "".join(found.blocks[block](context))
+        else:
+            html = found.render(**values)
+        return HTMLResponse(html, status_code=status, headers={"Cache-Control": "no-store"})
 
     @staticmethod
     def form(request: Request) -> dict[str, str]:
@@ -118,18 +156,48 @@ class Board:
 
     # -- cards -------------------------------------------------------------------------------
     async def board(self, request: Request) -> Response:
+        query = request.query_params
+        where = CardFilter.from_query(query)
+        cards = self.service.list_cards()
+        runs = await self.service.run_summaries()
+        latest: dict[str, RunSummary] = {}
+        for run in runs:  # newest first: the first of a card is its latest
+            latest.setdefault(run.name, run)
+        positions = await self.service.queue_positions()
+        found = [c for c in cards if where.matches(c, latest.get(c.name))]
+        page, pages, shown = _page_of(found, query.get("page"), CARDS_PAGE)
         columns: dict[str, list[Any]] = {state: [] for state in _COLUMNS}
-        for card in self.service.list_cards():
+        totals = dict.fromkeys(_COLUMNS, 0)
+        for card in found:
+            totals[card.state if card.state in totals else CardState.NEW.value] += 1
+        for card in shown:
             columns.get(card.state, columns[CardState.NEW.value]).append(card)
-        active = await self.service.active_runs()
-        # Runs name their card by its resolved path: resolve the folder once, not 500 files.
-        folder = self.service.cards.folder.resolve()
-        runs = {
-            name: active[path]
-            for name in (c.name for cards in columns.values() for c in cards)
-            if (path := str(folder / name)) in active
+        active = {
+            name: run
+            for name, run in latest.items()
+            if run.state in ("queued", "running", "interrupted")
         }
-        return self.page(request, "board.html", columns=list(columns.items()), runs=runs)
+        return self.page(
+            request,
+            "board.html",
+            block="live" if query.get("part") == "live" else None,
+            columns=list(columns.items()),
+            totals=totals,
+            runs=active,
+            latest=latest,
+            positions=positions,
+            where=where,
+            total=len(found),
+            every=len(cards),
+            page_no=page,
+            pages=pages,
+            query=_query(request),
+            categories=sorted({c.category for c in cards if c.category}),
+            roles=sorted({r.role for r in runs} | set(self.service.roles)),
+            starters=sorted({r.started_by for r in runs if r.started_by}),
+            states=_COLUMNS,
+            live="board",
+        )
 
     async def create_card(self, request: Request) -> Response:
         form = self.form(request)
@@ -150,19 +218,21 @@ class Board:
             card = self.service.get_card(name)
         except BoardError as e:
             return PlainTextResponse(self.shown(e), status_code=404)
-        path = str(card.path.resolve())
-        runs = [r for r in await self.service.list_runs(limit=200) if r.card == path]
+        runs = await self.service.run_summaries(RunFilter(card=card.name))
         text = self.form(request).get("text", card.text) if error else card.text
         return self.page(
             request,
             "card.html",
             400 if error else 200,
+            block="live" if request.query_params.get("part") == "live" else None,
             card=card,
             text=text,
             error=error,
             runs=runs,
+            positions=await self.service.queue_positions(),
             roles=self.service.roles,
             default_role=self.service.default_role,
+            live="board",
         )
 
     async def save_card(self, request: Request) -> Response:
@@ -176,145 +246,74 @@ class Board:
     async def start_run(self, request: Request) -> Response:
         name = request.path_params["name"]
         form = self.form(request)
-        # "then": develop, then test (the pipeline): the card is Done only when the test passes.
-        return await self._enqueue(name, form.get("role"), form.get("then") or None)
-
-    async def _enqueue(self, card: str, role: str | None, then: str | None = None) -> Response:
-        return await self._queued(self.service.enqueue(card, role or None, then=then))
-
-    async def _queued(self, enqueued: Awaitable[QueuedRun]) -> Response:
-        try:
-            queued = await enqueued
-        except CardNotFoundError as e:
-            return PlainTextResponse(f"run not started: {self.shown(e)}", status_code=404)
-        except BoardError as e:
-            return PlainTextResponse(f"run not started: {self.shown(e)}", status_code=400)
-        note = "Queued" if queued.created else "This card already has a run; here it is"
-        if queued.position:
-            note += f" (place {queued.position} in the queue)"
-        return RedirectResponse(f"/runs/{queued.run_id}?message={note}.", status_code=303)
+        asked = form.get("approval_required", "")
+        tools = [t for t in asked.replace(",", " ").split() if t] if asked.strip() else None
+        user = request.scope.get("state", {}).get("user")
+        enqueued = self.service.enqueue(
+            name,
+            form.get("role") or None,
+            started_by=str(user) if user else None,
+            approval_required=tools,
+            # "then": develop, then test (the pipeline): Done only when the test passes.
+            then=form.get("then") or None,
+        )
+        return await queued(enqueued, self.shown)
 
     # -- runs --------------------------------------------------------------------------------
     async def runs(self, request: Request) -> Response:
-        records = await self.service.list_runs(limit=200)
+        where = RunFilter.from_query(request.query_params)
+        every = await self.service.run_summaries()
+        found = where.apply(every, self._titles() if where.q else None)
+        page, pages, shown = _page_of(found, request.query_params.get("page"), RUNS_PAGE)
         positions = await self.service.queue_positions()
-        return self.page(request, "runs.html", runs=records, positions=positions)
-
-    async def run_page(self, request: Request) -> Response:
-        run_id = request.path_params["run_id"]
-        details = await self.service.run_details(run_id)
-        if details is None:
-            return PlainTextResponse(f"there is no run {run_id!r}", status_code=404)
-        from loopkit_board.artifacts import merge_findings
-
-        chat = await self.service.chat_history(run_id)
         return self.page(
             request,
-            "run.html",
-            r=details.record,
-            position=details.position,
-            artifacts=details.artifacts,
-            started=details.prepared is not None,
-            findings=merge_findings(details.artifacts.findings_dbs),
-            chat=[{"role": m.role.value, "text": m.text} for m in chat],
-            roles=self.service.roles,
-            trace_url=self.service.trace_url(details.prepared),
+            "runs.html",
+            block="live" if request.query_params.get("part") == "live" else None,
+            runs=shown,
+            total=len(found),
+            every=len(every),
+            page_no=page,
+            pages=pages,
+            positions=positions,
+            where=where,
+            roles=sorted({r.role for r in every} | set(self.service.roles)),
+            starters=sorted({r.started_by for r in every if r.started_by}),
+            titles=self._titles(),
+            query=_query(request),
+            live="board",
         )
 
-    async def run_events(self, request: Request) -> Response:
-        run_id = request.path_params["run_id"]
+    def _titles(self) -> dict[str, str]:
+        return {c.name: c.title for c in self.service.list_cards()}
+
+    async def board_events(self, request: Request) -> Response:
+        """The board-wide stream every page but a run's holds (one per page): which cards and
+        runs changed."""
         login = str(request.scope.get("state", {}).get("login", ""))
         try:
-            self.streams.take(login)  # before any work: a flood of streams costs nothing
+            self.streams.take(login)
         except LimitReached as e:
             return PlainTextResponse(str(e), 429, headers={"Retry-After": str(e.retry_after)})
-        try:
-            found = await self.service.get_run(run_id)
-        except BaseException:
-            self.streams.give_back(login)
-            raise
-        if found is None:
-            self.streams.give_back(login)
-            return PlainTextResponse(f"there is no run {run_id!r}", status_code=404)
-        # The whole story at each (re)connection: a restarted board numbers its events anew,
-        # so a browser's Last-Event-ID is not honoured; the page redraws its timeline on open.
-        # A program that keeps its place within one board's life passes ?after=N.
-        after = parse_after(request.query_params.get("after"))
-        if after is None:
-            self.streams.give_back(login)
-            return PlainTextResponse(
-                "after: expected the number of the last event you have (0, 1, 2, ...)", 400
-            )
 
         async def events() -> AsyncIterator[dict[str, Any]]:
-            async for event in self.service.follow(run_id, after):
-                shown = {**event.as_dict(), "data": _paths_shown(event.data, self.shown)}
-                yield {"id": str(event.seq), "data": json.dumps(shown)}
+            async for change in self.service.watch.subscribe():
+                yield {"data": json.dumps(change)}
 
-        # No reconnection after the run's end: the script closes the stream itself.
-        return _SlotStream(events(), ping=15, on_close=lambda: self.streams.give_back(login))
+        return self.stream(events(), login)
 
-    async def run_file(self, request: Request) -> Response:
-        run_id = request.path_params["run_id"]
-        prepared = await self.service.prepared(run_id)
-        relative = request.path_params["path"]
-        fd = None if prepared is None else open_run_file(prepared.run_dir, relative)
-        if fd is None:
-            return PlainTextResponse("no such file", status_code=404)
-        media = mimetypes.guess_type(relative)[0] or "application/octet-stream"
-        # A report is the run's own HTML: it may not script the board (sandboxed, no scripts).
-        csp = "sandbox; default-src 'self' 'unsafe-inline'"
-        return OpenFileResponse(fd, media, {"Content-Security-Policy": csp})
-
-    async def report(self, request: Request) -> Response:
-        path = await self.service.report(request.path_params["run_id"])
-        fd = None if path is None else open_run_file(path.parent, path.name)
-        if fd is None:
-            return PlainTextResponse("the run has not started yet: no report", status_code=404)
-        csp = "sandbox; default-src 'self' data: 'unsafe-inline'"
-        return OpenFileResponse(fd, "text/html", {"Content-Security-Policy": csp})
-
-    async def chat(self, request: Request) -> Response:
-        run_id = request.path_params["run_id"]
-        question = self.form(request).get("question", "")
-        try:
-            pieces = self.service.ask(run_id, question)
-            first = await anext(pieces, "")
-        except BoardError as e:
-            return PlainTextResponse(self.shown(e), status_code=400)
-
-        async def stream() -> AsyncIterator[str]:
-            yield first
-            async for piece in pieces:
-                yield piece
-
-        return StreamingResponse(stream(), media_type="text/plain; charset=utf-8")
-
-    async def follow_up(self, request: Request) -> Response:
-        """A follow-up run in the earlier run's repository."""
-        run_id = request.path_params["run_id"]
-        if await self.service.get_run(run_id) is None:
-            return PlainTextResponse("there is no such run", status_code=404)
-        role = self.form(request).get("role") or None
-        return await self._queued(self.service.follow_up(run_id, role))
-
-    async def test_change(self, request: Request) -> Response:
-        """The "Test this change" action: the test role on a done run's repository."""
-        run_id = request.path_params["run_id"]
-        if await self.service.get_run(run_id) is None:
-            return PlainTextResponse("there is no such run", status_code=404)
-        return await self._queued(self.service.test_change(run_id))
-
-    async def cancel(self, request: Request) -> Response:
-        run_id = request.path_params["run_id"]
-        try:
-            await self.service.cancel(run_id)
-        except BoardError as e:
-            return PlainTextResponse(f"not cancelled: {self.shown(e)}", status_code=400)
-        return RedirectResponse(f"/runs/{run_id}?message=Cancelled.", status_code=303)
+    def stream(self, events: AsyncIterator[dict[str, Any]], login: str) -> Response:
+        """An event stream holding one of ``login``'s slots until it closes."""
+        return _SlotStream(events, ping=15, on_close=lambda: self.streams.give_back(login))
 
     async def findings(self, request: Request) -> Response:
-        return self.page(request, "findings.html", findings=await self.service.findings())
+        return self.page(
+            request,
+            "findings.html",
+            block="live" if request.query_params.get("part") == "live" else None,
+            findings=await self.service.findings(),
+            live="board",
+        )
 
     async def script(self, request: Request) -> Response:
         return FileResponse(_HERE / "static" / "board.js", media_type="text/javascript")
@@ -358,15 +357,27 @@ class OpenFileResponse(Response):
             os.close(self.fd)
 
 
-def _paths_shown(value: Any, shown: Callable[[object], str]) -> Any:
+def _diff_html(text: str) -> Markup:
+    from loopkit_board.diff_view import render_diff
+
+    return Markup(render_diff(text))  # render_diff escapes every piece of the diff
+
+
+def _highlight_css() -> Markup:
+    from loopkit_board.diff_view import highlight_css
+
+    return Markup(highlight_css())  # Pygments' own style sheet, no input in it
+
+
+def paths_shown(value: Any, shown: Callable[[object], str]) -> Any:
     """``value`` (an event's data) with the paths of its strings shown as the board shows
     them (a build's output, a reason)."""
     if isinstance(value, str):
         return shown(value) if "/" in value else value
     if isinstance(value, dict):
-        return {k: _paths_shown(v, shown) for k, v in value.items()}
+        return {k: paths_shown(v, shown) for k, v in value.items()}
     if isinstance(value, list):
-        return [_paths_shown(v, shown) for v in value]
+        return [paths_shown(v, shown) for v in value]
     return value
 
 
@@ -399,6 +410,7 @@ def create_app(
     signer = Signer(service.data_dir)
     checker = SecretChecker(accounts, limits)
     board = Board(service, signer, checker, streams or StreamSlots())
+    run = board.runs_pages
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -417,15 +429,19 @@ def create_app(
         Route("/cards/{name}", board.card_page, methods=["GET"]),
         Route("/cards/{name}", board.save_card, methods=["POST"]),
         Route("/cards/{name}/run", board.start_run, methods=["POST"]),
+        Route("/events", board.board_events, methods=["GET"]),
         Route("/runs", board.runs, methods=["GET"]),
-        Route("/runs/{run_id}", _named_run(board.run_page), methods=["GET"]),
-        Route("/runs/{run_id}/events", _named_run(board.run_events), methods=["GET"]),
-        Route("/runs/{run_id}/files/{path:path}", _named_run(board.run_file), methods=["GET"]),
-        Route("/runs/{run_id}/report", _named_run(board.report), methods=["GET"]),
-        Route("/runs/{run_id}/chat", _named_run(board.chat), methods=["POST"]),
-        Route("/runs/{run_id}/follow-up", _named_run(board.follow_up), methods=["POST"]),
-        Route("/runs/{run_id}/test", _named_run(board.test_change), methods=["POST"]),
-        Route("/runs/{run_id}/cancel", _named_run(board.cancel), methods=["POST"]),
+        Route("/runs/{run_id}", _named_run(run.run_page), methods=["GET"]),
+        Route("/runs/{run_id}/events", _named_run(run.run_events), methods=["GET"]),
+        Route("/runs/{run_id}/files/{path:path}", _named_run(run.run_file), methods=["GET"]),
+        Route("/runs/{run_id}/shots/{path:path}", _named_run(run.shot), methods=["GET"]),
+        Route("/runs/{run_id}/log", _named_run(run.run_log), methods=["GET"]),
+        Route("/runs/{run_id}/report", _named_run(run.report), methods=["GET"]),
+        Route("/runs/{run_id}/chat", _named_run(run.chat), methods=["POST"]),
+        Route("/runs/{run_id}/approve", _named_run(run.approve), methods=["POST"]),
+        Route("/runs/{run_id}/follow-up", _named_run(run.follow_up), methods=["POST"]),
+        Route("/runs/{run_id}/test", _named_run(run.test_change), methods=["POST"]),
+        Route("/runs/{run_id}/cancel", _named_run(run.cancel), methods=["POST"]),
         Route("/findings", board.findings, methods=["GET"]),
         Route("/static/board.js", board.script, methods=["GET"]),
     ]

@@ -28,6 +28,7 @@ from typing import Any
 __all__ = [
     "MAX_DIFF_CHARS",
     "RunArtifacts",
+    "list_run_files",
     "merge_findings",
     "open_run_file",
     "read_run_file",
@@ -147,32 +148,48 @@ def _git(repo: Path, *args: str) -> str:
     return done.stdout if done.returncode == 0 else ""
 
 
+#: Folders of a run folder never walked: the model's code (the repository, the replay's copy
+#: of it), git's own, the memory's index.
+_NOT_WALKED = {("repo",), (".git",), ("replay", "code"), ("memory-index",)}
+
+
+def list_run_files(folder: Path) -> tuple[list[str], list[str], list[Path]]:
+    """The images, HTML reports and findings databases of the run folder ``folder`` (relative
+    paths, sorted; only files :func:`open_run_file` would open), without walking the model's
+    code."""
+    images: list[str] = []
+    reports: list[str] = []
+    dbs: list[Path] = []
+    for top, dirs, files in os.walk(folder):
+        rel = Path(top).relative_to(folder).parts
+        dirs[:] = sorted(d for d in dirs if (*rel, d) not in _NOT_WALKED and d != ".git")
+        for name in sorted(files):
+            if len(images) + len(reports) > _MAX_FILES:
+                return images, reports, dbs
+            path = Path(top) / name
+            try:  # listed only what open_run_file would open (no link, one name)
+                if not _one_link_file(path.lstat()):
+                    continue
+            except OSError:
+                continue
+            relative = "/".join((*rel, name))
+            suffix = path.suffix.lower()
+            if suffix in _IMAGES:
+                images.append(relative)
+            elif suffix == ".html":
+                reports.append(relative)
+            elif name == "results.sqlite":
+                dbs.append(path)
+    return sorted(images), sorted(reports), dbs
+
+
 def run_artifacts(run_dir: str | Path | None, *, base: str | None = None) -> RunArtifacts:
     """The artifacts of the run folder ``run_dir`` (nothing when it is None or gone); ``base``
     is the scratch repository's first commit: the diff is what the run committed after it."""
     if run_dir is None or not Path(run_dir).is_dir():
         return RunArtifacts(None)
     folder = Path(run_dir)
-    images: list[str] = []
-    reports: list[str] = []
-    dbs: list[Path] = []
-    for path in sorted(folder.rglob("*")):
-        if len(images) + len(reports) > _MAX_FILES:
-            break
-        rel = path.relative_to(folder)
-        if rel.parts and rel.parts[0] in _NOT_SERVED:
-            continue
-        try:  # listed only what open_run_file would open (no link, one name)
-            if not _one_link_file(path.lstat()):
-                continue
-        except OSError:
-            continue
-        if path.suffix.lower() in _IMAGES:
-            images.append(rel.as_posix())
-        elif path.suffix.lower() == ".html":
-            reports.append(rel.as_posix())
-        elif path.name == "results.sqlite":
-            dbs.append(path)
+    images, reports, dbs = list_run_files(folder)
     diff = ""
     repo = folder / "repo"
     if repo.is_dir():

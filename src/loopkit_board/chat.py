@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -140,8 +141,10 @@ def as_plain_text(messages: Sequence[ChatMessage]) -> list[ChatMessage]:
 class RunLogAnswerer:
     """An offline model for the chat: it answers from the conversation it is sent (the run, then
     the questions), with no key and no network. "What happened at step 12?" describes round 12
-    (its text, each call with its arguments and result); anything else gets the run's outline.
-    Its answer streams word by word, as a real model's would."""
+    (its text, each call with its arguments and result); "did the build succeed?" gives every
+    build's result, "which files changed?" the files written and the commit, "what failed?" the
+    calls that failed and how the run ended; anything else gets the run's outline. Its answer
+    streams word by word, as a real model's would."""
 
     model_id = "offline"
 
@@ -190,16 +193,124 @@ class RunLogAnswerer:
                 args = json.dumps(call.arguments, ensure_ascii=False)
                 parts.append(f"\n- {call.name}({args}) → {shown}")
             return "".join(parts)
-        calls = sum(len(m.function_calls) for m, _ in rounds)
         ending = next(
             (m.text for m in reversed(messages) if m.text.startswith("[the run ended")), None
         )
+        steps = _steps(rounds)
+        for topic in _TOPICS:
+            if topic.pattern.search(question):
+                return prefix + topic.answer(steps, ending)
+        calls = sum(len(m.function_calls) for m, _ in rounds)
         tools = sorted({c.name for m, _ in rounds for c in m.function_calls})
         return (
             f"{prefix}The run made {len(rounds)} rounds of tool calls ({calls} calls: "
             f"{', '.join(tools) or 'none'}). {ending or 'It has not ended yet.'} "
             "Ask about a round, e.g. 'what happened at step 3?'."
         )
+
+
+@dataclass(frozen=True, slots=True)
+class _Step:
+    """One tool call of the run as the chat reads it: its round, name, arguments, result."""
+
+    round: int
+    name: str
+    arguments: dict[str, Any]
+    result: str
+    error: bool
+
+    def first_line(self, limit: int = 200) -> str:
+        line = next((x.strip() for x in self.result.splitlines() if x.strip()), "(no output)")
+        return line[:limit]
+
+
+def _steps(rounds: list[tuple[ChatMessage, ChatMessage | None]]) -> list[_Step]:
+    steps: list[_Step] = []
+    for n, (call_msg, result_msg) in enumerate(rounds, start=1):
+        results = {r.call_id: r for r in (result_msg.function_results if result_msg else [])}
+        for call in call_msg.function_calls:
+            got = results.get(call.call_id)
+            result = str(got.result) if got is not None else ""
+            failed = bool(got.error) if got is not None else False
+            failed = failed or result.startswith("Error")
+            steps.append(_Step(n, call.name, dict(call.arguments), result, failed))
+    return steps
+
+
+def _build_answer(steps: list[_Step], ending: str | None) -> str:
+    builds = [s for s in steps if "build" in s.name]
+    if not builds:
+        return "The run did not build the app (no build call in its log)."
+    last = builds[-1]
+    ok = not last.error and not re.search(r"\b(fail|error)", last.result, re.IGNORECASE)
+    lines = [
+        f"{'Yes' if ok else 'No'}: the last build (round {last.round}, {last.name}) "
+        f"{'succeeded' if ok else 'failed'}: {last.first_line()}"
+    ]
+    if len(builds) > 1:
+        lines.append(f"All {len(builds)} builds:")
+        lines += [f"- round {b.round}: {b.first_line(120)}" for b in builds]
+    return "\n".join(lines)
+
+
+_WRITES = ("edit_file", "write_file", "apply_patch", "create_file", "delete_file")
+
+
+def _files_answer(steps: list[_Step], ending: str | None) -> str:
+    changed: dict[str, list[int]] = {}
+    for s in steps:
+        path = s.arguments.get("path")
+        if s.name in _WRITES and isinstance(path, str) and not s.error:
+            at = changed.setdefault(path, [])
+            if s.round not in at:
+                at.append(s.round)
+    commits = [s for s in steps if "commit" in s.name and not s.error]
+    lines: list[str] = []
+    if changed:
+        lines.append(f"The run changed {len(changed)} file{'s' * (len(changed) != 1)}:")
+        for path, at in changed.items():
+            lines.append(f"- {path} (round{'s' * (len(at) > 1)} {', '.join(map(str, at))})")
+    else:
+        lines.append("The run wrote no file with the file tools.")
+    for c in commits:
+        lines.append(f"Commit at round {c.round}: {c.result.strip()[:600]}")
+    if not commits:
+        lines.append("It made no commit.")
+    return "\n".join(lines)
+
+
+def _failure_answer(steps: list[_Step], ending: str | None) -> str:
+    failed = [s for s in steps if s.error]
+    lines: list[str] = []
+    if failed:
+        first = failed[0]
+        lines.append(
+            f"The first failing step is round {first.round}: {first.name}"
+            f"({json.dumps(first.arguments, ensure_ascii=False)[:200]}) → {first.first_line()}"
+        )
+        if len(failed) > 1:
+            lines.append(f"{len(failed)} calls failed in all:")
+            lines += [f"- round {s.round}: {s.name} → {s.first_line(120)}" for s in failed]
+    else:
+        lines.append("No tool call failed.")
+    lines.append(ending or "The run has not ended yet.")
+    return "\n".join(lines)
+
+
+@dataclass(frozen=True, slots=True)
+class _Topic:
+    pattern: re.Pattern[str]
+    answer: Any
+
+
+_TOPICS = (
+    _Topic(re.compile(r"\bbuil(d|t)", re.IGNORECASE), _build_answer),
+    _Topic(
+        re.compile(r"\b(files?|changed?|changes|edit(ed|s)?|diff|commit(ted)?|wrote)\b", re.I),
+        _files_answer,
+    ),
+    _Topic(re.compile(r"\b(fail\w*|error\w*|wrong|broke\w*|went wrong)\b", re.I), _failure_answer),
+)
 
 
 def is_offline(model: str) -> bool:

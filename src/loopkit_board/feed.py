@@ -9,8 +9,9 @@ never knows it is watched.
 Events (:class:`RunEvent`): ``queued`` (``position``: 1 is next), ``state`` (the run's state
 when it changes: ``running``, ``interrupted``, ...), then one per log line with the line's type
 (``start``, ``round`` with tokens, calls and the model's text, ``tool`` with name, arguments and
-a short result, ``error``, ``interrupted``, ``resumed``, ``result``), and last ``end`` (``state``,
-``reason``).
+a short result, ``error``, ``interrupted``, ``resumed``, ``approval_requested``, ``approval``,
+``result``), ``files`` (the run folder's pictures and reports changed: ``count``) and last
+``end`` (``state``, ``reason``).
 """
 
 from __future__ import annotations
@@ -86,6 +87,7 @@ class RunFeed:
         log_poll: float = 0.1,
         state_poll: float = 0.5,
         on_idle: Callable[[RunFeed], None] | None = None,
+        files: Callable[[Path], tuple[str, ...]] | None = None,
     ) -> None:
         self.run_id = run_id
         self.events: list[RunEvent] = []
@@ -97,6 +99,8 @@ class RunFeed:
         self._subscribers = 0
         self._task: asyncio.Task[None] | None = None
         self._on_idle = on_idle
+        #: The run folder's files worth showing, given its log's path (a change: ``files``).
+        self._files = files
 
     async def subscribe(self, after: int = -1) -> AsyncIterator[RunEvent]:
         """Every event with ``seq`` > ``after`` (all of them by default), then each new one as
@@ -142,6 +146,7 @@ class RunFeed:
         next_probe = 0.0
         state = "queued"
         reason: str | None = None
+        listed: tuple[str, ...] = ()
         try:
             while True:
                 now = loop.time()
@@ -165,6 +170,11 @@ class RunFeed:
                         await self._emit("state", {"state": state})
                     if log is None and found is not None:
                         log = found
+                    if log is not None and self._files is not None:
+                        now_listed = await asyncio.to_thread(self._files, log)
+                        if now_listed != listed:
+                            listed = now_listed
+                            await self._emit("files", {"count": len(listed)})
                 if log is not None:
                     offset, partial = await self._read(log, offset, partial)
                 if state in _ENDED:

@@ -16,7 +16,8 @@ API (all of it; ``async`` methods need the service started: ``async with BoardSe
         service.get_card(name) -> CardEntry
         service.create_card(title, body, category=None, name=None) -> CardEntry  # state New
         service.save_card(name, text) -> CardEntry        # whole text, checked before written
-        await service.enqueue(card, role=None, repo=None, parent=None, then=None) -> QueuedRun
+        await service.enqueue(card, role=None, repo=None, parent=None, then=None,
+                              started_by=None, approval_required=None) -> QueuedRun
                                                           # card: a name in the folder (or a
                                                           # path inside it); .run_id .created
                                                           # .position
@@ -26,6 +27,10 @@ API (all of it; ``async`` methods need the service started: ``async with BoardSe
         await service.active_runs() -> dict[str, ActiveRun]  # card path -> queued/running run
         await service.cancel(run_id) -> CardRunRecord     # a queued or running run
         await service.list_runs(limit=None) -> list[CardRunRecord]   # newest first
+        await service.run_summaries(RunFilter(...)) -> list[RunSummary]  # every run, cheap
+        service.watch.subscribe()                         # live: which cards and runs changed
+        await service.approvals(run_id) -> list[Approval] # asked and answered, from the log
+        await service.answer_approval(run_id, number, approved=..., by=...)
         await service.get_run(run_id) -> CardRunRecord | None
         await service.run_details(run_id) -> RunDetails | None  # record, prepared (card text,
                                                           # run folder, log), artifacts
@@ -51,12 +56,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import re
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from loopkit.abstractions.content import ChatMessage, ChatRole
+from loopkit.abstractions.content import ChatMessage
 from loopkit.cards.card import Card
 from loopkit.cards.config import ConfigError, RunnerConfig
 from loopkit.durable.outage import Outage
@@ -64,11 +70,15 @@ from loopkit.errors import CardError, LoopkitError
 from loopkit_board.artifacts import RunArtifacts, merge_findings, run_artifacts
 from loopkit_board.cards import CardEntry, CardFolder
 from loopkit_board.feed import RunEvent, RunFeed
+from loopkit_board.filters import RunFilter
+from loopkit_board.live import BoardWatch
+from loopkit_board.run_index import RunIndex, RunSummary
 from loopkit_board.shown_paths import PathShortener
 
 if TYPE_CHECKING:
     from loopkit.cards.durable import CardRunRecord, PreparedRun
     from loopkit.durable.runtime import DurableRuntime
+    from loopkit_board.approvals import Approval
 
 __all__ = [
     "ActiveRun",
@@ -85,6 +95,9 @@ __all__ = [
 CHATS_FILE = "chats.sqlite"
 #: The role "Test this change" runs (and that a follow-up runs only after a run ended done).
 TEST_ROLE = "test"
+#: Who may be named as having started a run, and a tool name in approval_required.
+_WHO = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.@:+-]{0,99}")
+_TOOL = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,63}")
 
 
 def _log_warning(message: str) -> None:
@@ -177,6 +190,10 @@ class BoardService:
         self._starting: asyncio.Task[None] | None = None
         self._feeds: dict[str, RunFeed] = {}
         self._prepared: dict[str, PreparedRun] = {}
+        #: Every card run, cheaply (lists, filters, the runs' history of a card).
+        self.index = RunIndex(lambda: self.runtime)
+        #: Which cards and runs changed, for every live page (one watcher for all).
+        self.watch = BoardWatch(self._card_signatures, self._runs_changed, poll=log_poll * 2.5)
 
     # -- lifecycle ---------------------------------------------------------------------------
     async def start(self) -> None:
@@ -331,10 +348,14 @@ class BoardService:
         repo: str | Path | None = None,
         parent: str | None = None,
         then: str | None = None,
+        started_by: str | None = None,
+        approval_required: list[str] | None = None,
     ) -> QueuedRun:
         """Queue a run of ``card`` in ``role`` (default: the first role); a card with a queued
         or running run returns that run. ``repo``: in an earlier run's repository (``parent``,
-        the run it follows); ``then``: a pipeline, this role after a run that ends done."""
+        the run it follows); ``then``: a pipeline, this role after a run that ends done.
+        ``started_by``: who asks (a login, ``slack:<user>``), recorded with the run;
+        ``approval_required``: tools whose calls wait for a person's yes (else the config's)."""
         from loopkit.cards.durable import CardRunRequest, PipelineSpec
         from loopkit.cards.queue import enqueue_card_run
         from loopkit.demo.workspace import WorkspaceError, check_earlier_repo
@@ -344,34 +365,53 @@ class BoardService:
         role = role or self.default_role
         if then is not None and then == role:
             raise BoardError(f"then {then!r}: expected another role than the run's ({role!r})")
+        if started_by is not None and not _WHO.fullmatch(started_by):
+            raise BoardError(
+                f"started_by {started_by[:40]!r}: expected a login or user id (letters, digits, "
+                "'_.@:+-')"
+            )
+        for tool in approval_required or []:
+            if not _TOOL.fullmatch(tool):
+                raise BoardError(
+                    f"approval_required: {tool[:40]!r} is not a tool name (letters, digits, '_')"
+                )
         try:
             Card.load(path, max_bytes=self.config.max_card_bytes)
             config = check_run(self.config, path, role)
+            if approval_required is not None:
+                config = config.model_copy(update={"approval_required": list(approval_required)})
             if then is not None:
                 check_run(self.config, path, then)
             if repo is not None:
                 check_earlier_repo(Path(repo), config.app_source.name)
             pipeline = PipelineSpec(develop=role, then=then) if then is not None else None
             request = CardRunRequest.create(
-                path, role=role, config=config, repo=repo, parent=parent, pipeline=pipeline
-            )
+                path, role=role, config=config, repo=repo, parent=parent, pipeline=pipeline,
+                started_by=started_by,
+            )  # fmt: skip
         except (CardError, ConfigError, RoleProblem, WorkspaceError) as e:
             raise BoardError(str(e)) from None
         done = await enqueue_card_run(self.runtime, request)
         return QueuedRun(done.run_id, done.created, await self.queue_position(done.run_id))
 
-    async def follow_up(self, run_id: str, role: str | None = None) -> QueuedRun:
+    async def follow_up(
+        self, run_id: str, role: str | None = None, *, started_by: str | None = None
+    ) -> QueuedRun:
         """A run of ``run_id``'s card in ``role`` that continues in that run's repository (a
         run that never got one, e.g. still queued, starts from a fresh copy of the app). The
         test role goes through :meth:`test_change` (only after a run that ended done)."""
         if role == TEST_ROLE:
-            return await self.test_change(run_id)
+            return await self.test_change(run_id, started_by=started_by)
         record = await self.get_run(run_id)
         if record is None:
             raise BoardError(f"there is no run {run_id!r}")
-        return await self.enqueue(record.card, role, repo=record.repo, parent=run_id)
+        return await self.enqueue(
+            record.card, role, repo=record.repo, parent=run_id, started_by=started_by
+        )
 
-    async def test_change(self, run_id: str, role: str = TEST_ROLE) -> QueuedRun:
+    async def test_change(
+        self, run_id: str, role: str = TEST_ROLE, *, started_by: str | None = None
+    ) -> QueuedRun:
         """Test what a done run changed: a ``role`` run (the tester) in its repository.
         Refused (:class:`BoardError`) for a run that did not end done: a tester that passed
         would make the card Done although its developer failed (or never finished)."""
@@ -389,7 +429,9 @@ class BoardService:
                 "change to test; start a follow-up develop run in its repository first (it "
                 "continues there), then test that run's change"
             )
-        return await self.enqueue(record.card, role, repo=record.repo, parent=run_id)
+        return await self.enqueue(
+            record.card, role, repo=record.repo, parent=run_id, started_by=started_by
+        )
 
     async def cancel(self, run_id: str) -> CardRunRecord:
         """Cancel a queued or running run (its worker stops it within half a second; a card
@@ -440,6 +482,51 @@ class BoardService:
 
         return await list_card_runs(self.runtime, limit=limit)
 
+    async def run_summaries(self, where: RunFilter | None = None) -> list[RunSummary]:
+        """Every card run, newest first (``where``: only those it matches), from the index: no
+        checkpoint read, so a history of thousands of runs lists at once."""
+        runs = await self.index.runs()
+        if where is None or not where.active:
+            return runs
+        titles = {c.name: c.title for c in self.list_cards()} if where.q else {}
+        return where.apply(runs, titles)
+
+    def _card_signatures(self) -> dict[str, tuple[object, ...]]:
+        return {c.name: (c.title, c.state, c.category, c.error) for c in self.list_cards()}
+
+    async def _runs_changed(self) -> set[str]:
+        return await self.index.refresh(force=True)
+
+    async def approvals(self, run_id: str) -> list[Approval]:
+        """The run's approvals as its log has them: asked (waiting) and answered."""
+        from loopkit_board.approvals import read_approvals
+
+        prepared = await self.prepared(run_id)
+        return read_approvals(prepared.log_path if prepared is not None else None)
+
+    async def answer_approval(
+        self, run_id: str, number: int, *, approved: bool, by: str, note: str | None = None
+    ) -> None:
+        """Answer the run's waiting approval ``number`` (yes or no, by ``by``): the run goes on
+        at once, or when a worker takes it again. :class:`BoardError` when the run has no such
+        approval waiting (answered already, or never asked)."""
+        from loopkit.durable.approval import send_approval
+
+        if not _WHO.fullmatch(by):
+            raise BoardError(f"by {by[:40]!r}: expected a login or user id")
+        waiting = {a.number: a for a in await self.approvals(run_id) if a.waiting}
+        if number not in waiting:
+            raise BoardError(
+                f"run {run_id} has no approval {number} waiting"
+                + (f" (waiting: {', '.join(map(str, waiting))})" if waiting else "")
+            )
+        self.runtime.check_started()
+        await send_approval(run_id, number, approved=approved, by=by, note=note)
+        logging.getLogger("loopkit_board").info(
+            "approval %s of run %s (%s): %s by %s",
+            number, run_id, waiting[number].name, "approved" if approved else "refused", by,
+        )  # fmt: skip
+
     async def get_run(self, run_id: str) -> CardRunRecord | None:
         from loopkit.cards.durable import get_card_run
 
@@ -488,6 +575,7 @@ class BoardService:
                 lambda: self._probe(run_id),
                 log_poll=self.log_poll,
                 on_idle=self._drop_feed,
+                files=_files_beside,
             )
             self._feeds[run_id] = feed
         return feed.subscribe(after)
@@ -533,70 +621,22 @@ class BoardService:
             return None
         return write_report(record, prepared, shown=self.shown)
 
-    # -- chat --------------------------------------------------------------------------------
-    def _session(self, run_id: str, session_id: str | None) -> Any:
-        from loopkit.sessions.sqlite import SQLiteSession
-
-        return SQLiteSession(self.data_dir / CHATS_FILE, session_id or f"run:{run_id}")
-
-    async def ask(
+    # -- chat ---------------------------------------------------------------------------------
+    def ask(
         self, run_id: str, question: str, *, session_id: str | None = None
     ) -> AsyncIterator[str]:
         """Ask about a run: the run's conversation (seeded into the chat's session the first
         time) plus every earlier question and answer go to the chat model; the answer streams
-        back piece by piece and is stored with the question."""
-        from loopkit.agents import Agent, TextDelta
-        from loopkit.cards.runner import CARD_PREFIX
-        from loopkit_board.chat import (
-            CHAT_INSTRUCTIONS,
-            as_plain_text,
-            chat_model,
-            conversation_from_log,
-            is_offline,
-        )
+        back piece by piece and is stored with the question (:mod:`loopkit_board.chat_room`)."""
+        from loopkit_board.chat_room import ask
 
-        if not question.strip():
-            raise BoardError("the question is empty")
-        prepared = await self.prepared(run_id)
-        if prepared is None:
-            if await self.get_run(run_id) is None:
-                raise BoardError(f"there is no run {run_id!r}")
-            raise BoardError(f"run {run_id} has not started yet; ask once it has")
-        agent = Agent(
-            chat_model(self.chat_model, api_base=self.config.api_base),
-            instructions=CHAT_INSTRUCTIONS,
-            max_rounds=1,
-        )
-        run_text = conversation_from_log(CARD_PREFIX + prepared.card_text, Path(prepared.log_path))
-        async with self._session(run_id, session_id) as session:
-            meta = await session.get_metadata()
-            taken = int(meta.get("run_messages", 0))
-            if len(run_text) > taken:
-                # The run's messages the chat has not seen: all of it the first time, then what
-                # the run did since the last question (a run asked about while it runs).
-                new = run_text[taken:]
-                if taken:
-                    note = "[the run went on since the last question:]"
-                    new = [ChatMessage.from_text(ChatRole.USER, note), *new]
-                if not is_offline(self.chat_model):
-                    new = as_plain_text(new)
-                stored = len(await session.get_messages())
-                await session.add_messages(new)
-                parts = [*meta.get("run_parts", []), [stored, stored + len(new)]]
-                await session.set_metadata(
-                    {"run_id": run_id, "run_messages": len(run_text), "run_parts": parts}
-                )
-            async for event in agent.run_stream(question, session=session):
-                if isinstance(event, TextDelta):
-                    yield event.text
+        return ask(self, run_id, question, session_id=session_id)
 
     async def chat_history(self, run_id: str, session_id: str | None = None) -> list[ChatMessage]:
         """The chat's questions and answers (without the run's own messages)."""
-        async with self._session(run_id, session_id) as session:
-            meta = await session.get_metadata()
-            messages: list[ChatMessage] = await session.get_messages()
-        run_own = {i for start, end in meta.get("run_parts", []) for i in range(start, end)}
-        return [m for i, m in enumerate(messages) if i not in run_own]
+        from loopkit_board.chat_room import chat_history
+
+        return await chat_history(self, run_id, session_id)
 
     # -- findings ----------------------------------------------------------------------------
     async def findings(self) -> list[dict[str, Any]]:
@@ -612,6 +652,14 @@ class BoardService:
                 if prepared is not None:
                     dbs.extend(run_artifacts(prepared.run_dir).findings_dbs)
         return merge_findings(dbs)
+
+
+def _files_beside(log: Path) -> tuple[str, ...]:
+    """The pictures and reports of the run folder a run log lies in (what the run page shows)."""
+    from loopkit_board.artifacts import list_run_files
+
+    images, reports, _ = list_run_files(log.parent)
+    return (*images, *reports)
 
 
 def trace_id_in_log(path: Path, max_lines: int = 200) -> str | None:

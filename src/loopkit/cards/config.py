@@ -174,6 +174,16 @@ class RunnerConfig(BaseSettings):
         description="Where durable runs keep their checkpoints: sqlite:///path or "
         "postgresql+psycopg://user@host/db (default: runs_dir/loopkit.sqlite).",
     )
+    approval_required: list[str] = Field(
+        default_factory=list,
+        description="Tools whose every call waits for a person's yes (the board's run page, "
+        "the Slack thread): durable runs only (the queue's workers, --durable).",
+    )
+    approval_timeout: float = Field(
+        default=24 * 3600.0,
+        gt=0,
+        description="Seconds a call in approval_required waits for an answer before it is refused.",
+    )
     headless: Literal["auto", "always", "never"] = Field(
         default="auto",
         description="Start a headless desktop (Xvfb + AT-SPI): auto = when DISPLAY is not set.",

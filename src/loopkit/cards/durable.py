@@ -111,6 +111,9 @@ class CardRunRequest(BaseModel):
     parent: str | None = None
     #: This run is a step of the develop → test pipeline.
     pipeline: PipelineSpec | None = None
+    #: Who asked for the run (a board login, ``slack:<user id>``; a pipeline's next run keeps
+    #: its first run's), for the record; None: not said (the command line).
+    started_by: str | None = None
 
     @classmethod
     def create(
@@ -124,6 +127,7 @@ class CardRunRequest(BaseModel):
         message: str | None = None,
         parent: str | None = None,
         pipeline: PipelineSpec | None = None,
+        started_by: str | None = None,
         **overrides: Any,
     ) -> CardRunRequest:
         """A request for ``card`` in ``role``: ``config`` as given, or read from
@@ -151,6 +155,7 @@ class CardRunRequest(BaseModel):
             message=message,
             parent=parent,
             pipeline=pipeline,
+            started_by=started_by,
         )
 
     def runner_config(self) -> RunnerConfig:
@@ -415,6 +420,8 @@ class CardRunRecord:
     #: The develop → test pipeline this run is a step of (``develop``, ``then``, ``round``,
     #: ``round_trips``), if any.
     pipeline: dict[str, Any] | None = None
+    #: Who asked for the run (:attr:`CardRunRequest.started_by`).
+    started_by: str | None = None
 
     @property
     def tokens(self) -> int:
@@ -506,6 +513,7 @@ async def _card_record(runtime: DurableRuntime, run: RunRecord) -> CardRunRecord
         pipeline=None
         if request.pipeline is None
         else request.pipeline.model_dump(exclude={"transcript"}),
+        started_by=request.started_by,
     )
 
 

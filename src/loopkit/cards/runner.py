@@ -34,6 +34,7 @@ from loopkit.cards.result import RunResult, cited_rules, parse_result
 from loopkit.cards.verification import Verification
 from loopkit.errors import BudgetExceededError, LoopkitError
 from loopkit.mcp.config import MCPServerConfig
+from loopkit.middleware.function_invocation import Approver
 from loopkit.middleware.retry import RetryPolicy
 from loopkit.middleware.run_log import RunLog, RunLogChatClient
 from loopkit.middleware.tool_disclosure import ToolDisclosure
@@ -136,6 +137,8 @@ class CardRunner:
     Test), ``done_state`` its state after a success (Done; In Test when a test run follows),
     ``failed_state`` after a run that ends failed (Failed; In Work when a pipeline sends the
     tester's defects back to the developer). An interrupted run always leaves the card Failed.
+    ``approval_required`` + ``approver``: calls to those tools wait for the approver's yes
+    (:class:`~loopkit.durable.approval.DurableApprover` in a durable run: a person's).
     """
 
     def __init__(
@@ -159,6 +162,8 @@ class CardRunner:
         start_state: CardState = CardState.IN_WORK,
         done_state: CardState = CardState.DONE,
         failed_state: CardState = CardState.FAILED,
+        approval_required: Sequence[str] = (),
+        approver: Approver | None = None,
     ) -> None:
         self.model = model
         self.instructions = instructions
@@ -178,6 +183,8 @@ class CardRunner:
         self.start_state = start_state
         self.done_state = done_state
         self.failed_state = failed_state
+        self.approval_required = tuple(approval_required)
+        self.approver = approver
 
     def prompt(self, card: Card) -> str:
         """The user's message of a run: the card, its acceptance criteria by id (C1, C2, ...),
@@ -246,6 +253,8 @@ class CardRunner:
             max_output_tokens=self.limits.max_output_tokens,
             include_detailed_errors=True,
             options=ChatOptions(model_id=self.model_name, **self.sampling),
+            approval_required=self.approval_required,
+            approver=self.approver,
         )
         return agent, logged[0]
 

@@ -304,7 +304,7 @@ def next_request(
         return None
     return CardRunRequest.create(
         request.card, role=role, config=settings, repo=repo, message=message, parent=run_id,
-        pipeline=step,
+        pipeline=step, started_by=request.started_by,
     )  # fmt: skip
 
 

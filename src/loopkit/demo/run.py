@@ -291,6 +291,16 @@ def card_runner(
 
         title = card.title if card is not None else scratch.run_dir.name
         settings["verification"] = demo_verification(config, role, scratch, tools, title)
+    if config.approval_required:
+        if not durable:
+            raise ConfigError(
+                f"approval_required ({', '.join(config.approval_required)}): a call waits for a "
+                "person's answer only in a durable run (the queue's workers, or --durable)"
+            )
+        from loopkit.durable.approval import DurableApprover
+
+        settings["approval_required"] = list(config.approval_required)
+        settings["approver"] = DurableApprover(timeout_s=config.approval_timeout)
     if not durable:
         # OTEL_EXPORTER_OTLP_ENDPOINT set: the run is one trace there (docs/observability.md)
         return CardRunner(traced_from_environment(model), sources=sources, retry=retry, **settings)

@@ -30,9 +30,11 @@ from loopkit.errors import LoopkitError
 from loopkit_board.feed import RunEvent
 from loopkit_board.service import BoardService
 from loopkit_board.slack.commands import (
+    ApprovalReply,
     RunCommand,
     follow_up_role,
     is_cancel,
+    parse_approval,
     parse_command,
     roles_help,
 )
@@ -107,8 +109,11 @@ class SlackBot:
             return
         if thread is not None:
             role = follow_up_role(text, self.service.roles)
+            approval = parse_approval(text)
             if is_cancel(text):
                 await self._cancel(thread, user)
+            elif approval is not None:
+                await self._approve(thread, user, approval)
             elif role is not None:
                 await self._follow_up(thread, user, role)
             else:
@@ -144,7 +149,7 @@ class SlackBot:
         created: Path | None = None
         try:
             card, created = await asyncio.to_thread(self._card, command.card)
-            queued = await self.service.enqueue(card, command.role)
+            queued = await self.service.enqueue(card, command.role, started_by=f"slack:{user}")
         except (LoopkitError, OSError) as e:
             if created is not None:  # a card made from text that cannot run: not left behind
                 created.unlink(missing_ok=True)
@@ -303,6 +308,34 @@ class SlackBot:
             f"Cancelling run `{thread.run_id}` (it was {before.state}).",
         )
 
+    async def _approve(self, thread: ThreadRun, user: str, reply: ApprovalReply) -> None:
+        """``approve`` / ``deny`` in a run's thread: the answer to the run's waiting approval
+        (the one waiting, or the numbered one), recorded as ``slack:<user>``."""
+        waiting = [a.number for a in await self.service.approvals(thread.run_id) if a.waiting]
+        number = reply.number
+        if number is None:
+            if len(waiting) != 1:
+                say = (
+                    "no approval is waiting"
+                    if not waiting
+                    else f"approvals {', '.join(map(str, waiting))} are waiting: say which"
+                )
+                await self._post(thread.channel, thread.thread_ts, f"I cannot answer: {say}.")
+                return
+            number = waiting[0]
+        try:
+            await self.service.answer_approval(
+                thread.run_id, number, approved=reply.approved, by=f"slack:{user}", note=reply.note
+            )
+        except LoopkitError as e:
+            await self._post(thread.channel, thread.thread_ts, f"I cannot answer: {e}")
+            return
+        said = "approved" if reply.approved else "refused"
+        self.logger.info("approval %s of run %s %s by %s", number, thread.run_id, said, user)
+        await self._post(
+            thread.channel, thread.thread_ts, f"Approval {number} {said} by <@{user}>."
+        )
+
     async def _follow_up(self, thread: ThreadRun, user: str, role: str) -> None:
         """``test`` (or another role) in a run's thread: a run of that role in the thread's
         run's repository (the test role: only after a run that ended done); the thread then
@@ -318,10 +351,11 @@ class SlackBot:
             )
             return
         try:
+            who = f"slack:{user}"
             if role == "test":
-                queued = await self.service.test_change(thread.run_id)
+                queued = await self.service.test_change(thread.run_id, started_by=who)
             else:
-                queued = await self.service.follow_up(thread.run_id, role)
+                queued = await self.service.follow_up(thread.run_id, role, started_by=who)
         except LoopkitError as e:  # not done yet, unknown: said in the thread
             await self._post(thread.channel, thread.thread_ts, f"I cannot start that: {e}")
             return

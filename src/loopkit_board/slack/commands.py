@@ -9,10 +9,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 __all__ = [
+    "ApprovalReply",
     "RunCommand",
     "UnknownCommand",
     "follow_up_role",
     "is_cancel",
+    "parse_approval",
     "parse_command",
     "roles_help",
 ]
@@ -52,6 +54,41 @@ def is_cancel(text: str) -> bool:
     alone (a mention before it, a full stop or ``!`` after it allowed); anything longer is a
     question about the run."""
     return _plain(text).lower().rstrip(".!") == "cancel"
+
+
+_APPROVAL = re.compile(
+    r"^(?P<word>approve|approved|yes|deny|denied|refuse|refused|no)(?:\s+#?(?P<number>\d{1,6}))?"
+    r"(?:\s*[:,.!-]?\s+(?P<note>.+))?$",
+    re.IGNORECASE | re.DOTALL,
+)
+
+
+@dataclass(frozen=True)
+class ApprovalReply:
+    """A reply in a run's thread that answers an approval: yes or no, to ``number`` (None: the
+    one waiting, when only one waits), with an optional note."""
+
+    approved: bool
+    number: int | None
+    note: str | None
+
+
+def parse_approval(text: str) -> ApprovalReply | None:
+    """``approve``, ``approve 2``, ``deny 1 not on main`` (also ``yes``/``no``, ``refuse``);
+    None for anything else."""
+    found = _APPROVAL.match(_plain(text).rstrip(".!"))
+    if found is None:
+        return None
+    word = found.group("word").lower()
+    number = found.group("number")
+    note = (found.group("note") or "").strip() or None
+    if word in ("yes", "no") and number is None and note is not None:
+        return None  # "no, what happened at round 3?" is a question
+    return ApprovalReply(
+        approved=word in ("approve", "approved", "yes"),
+        number=int(number) if number else None,
+        note=note,
+    )
 
 
 _FOLLOW_UP = re.compile(r"^(?P<role>[a-z][a-z0-9-]*)(?:\s+(?:this(?:\s+change)?|it|again))?$")

@@ -30,7 +30,7 @@ __all__ = [
 
 #: Events a run's feed makes from probing the queue, not from its log (not posted as progress,
 #: and not counted: their numbering differs from one follower to the next).
-PROBE_KINDS = frozenset({"queued", "state", "end"})
+PROBE_KINDS = frozenset({"queued", "state", "files", "end"})
 #: A tool's arguments and result are cut to this many characters in a post.
 SHORT = 120
 #: Slack shows up to 40,000 characters of a message; a post stays well below.
@@ -59,6 +59,16 @@ def format_events(events: list[RunEvent]) -> str | None:
             mark = ":x:" if data.get("error") else "•"
             args = _short(data.get("arguments") or {})
             lines.append(f"{mark} `{data.get('name')}` {args} → {_short(data.get('result', ''))}")
+        elif event.kind == "approval_requested":
+            args = _short(data.get("arguments") or {})
+            n = data.get("number")
+            lines.append(
+                f":raising_hand: *approval {n}*: the run waits to call `{data.get('name')}` "
+                f"{args}. Reply `approve {n}` or `deny {n}` (a note may follow) in this thread."
+            )
+        elif event.kind == "approval":
+            said = "approved" if data.get("approved") else "refused"
+            lines.append(f"approval {data.get('number')} {said} by {data.get('by')}")
         elif event.kind in ("interrupted", "resumed", "cancelled", "error"):
             lines.append(f"_{event.kind}_: {_short(data.get('reason') or data)}")
     if not lines:
