@@ -34,6 +34,7 @@ from starlette.routing import Route  # noqa: E402
 
 from loopkit_board.auth import COOKIE, Accounts, LoginSession, Signer, load_accounts  # noqa: E402
 from loopkit_board.gate import MAX_FORM_BYTES, Gate  # noqa: E402
+from loopkit_board.limits import SecretChecker  # noqa: E402
 
 pytestmark = pytest.mark.integration
 
@@ -121,7 +122,8 @@ def gated(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Served]:
         ],
         lifespan=lifespan,
     )
-    app.add_middleware(Gate, accounts=accounts, signer=signer, allowed_hosts=allowed)
+    checker = SecretChecker(accounts)
+    app.add_middleware(Gate, signer=signer, checker=checker, allowed_hosts=allowed)
     LIFESPAN.clear()
     server, thread, port = serve(app)
     try:
@@ -129,6 +131,7 @@ def gated(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Served]:
     finally:
         server.should_exit = True
         thread.join(30)
+        checker.close()
 
 
 # -- what passes through ------------------------------------------------------------------------
@@ -151,8 +154,15 @@ def test_without_a_login_a_page_goes_to_the_login_and_anything_else_is_refused(
     gated: Served,
 ) -> None:
     with gated.client() as client:
-        page = client.get("/echo", headers={"accept": "text/html,application/xhtml+xml"})
-        assert (page.status_code, page.headers["location"]) == (303, "/login")
+        html = {"accept": "text/html,application/xhtml+xml"}
+        # a page goes to the login and names itself (query too) to come back to after it
+        for target, login in (
+            ("/echo", "/login?next=%2Fecho"),
+            ("/echo?a=1&b=x y", "/login?next=%2Fecho%3Fa%3D1%26b%3Dx%2520y"),
+            ("/", "/login"),
+        ):
+            page = client.get(target, headers=html)
+            assert (page.status_code, page.headers["location"]) == (303, login), target
         for answer in (
             client.get("/echo"),
             client.get("/echo", headers={"accept": "application/json"}),

@@ -26,11 +26,11 @@ import_or_unavailable("argon2", install="loopkit[board]")
 
 from loopkit_board.app import create_app  # noqa: E402  (needs the board extra)
 from loopkit_board.auth import COOKIE, LoginSession, Signer, load_accounts  # noqa: E402
+from loopkit_board.gate import LOGIN_COOKIE  # noqa: E402
 from loopkit_board.service import BoardService  # noqa: E402
 
 pytestmark = pytest.mark.integration
 
-LOGIN_COOKIE = "loopkit_board_login"
 TWELVE_HOURS = 12 * 3600
 # A page that needs a login and nothing else (no database): the board's script.
 LOGGED_IN_PAGE = "/static/board.js"
@@ -168,7 +168,8 @@ def test_the_login_cookies_are_http_only_and_same_site_strict(board: Board) -> N
         page = client.get("/login")
         form_cookie = attributes(set_cookies(page)[LOGIN_COOKIE])
         assert "httponly" in form_cookie and form_cookie.get("samesite") == "strict"
-        assert form_cookie.get("path") == "/login"
+        # site-wide (the gate shows the login page at other addresses) and for a day
+        assert form_cookie.get("path") == "/" and form_cookie.get("max-age") == str(24 * 3600)
         token = csrf_of(page.text)
         done = client.post("/login", data={"name": "ann", "password": PASSWORD, "csrf": token})
         assert done.status_code == 303
@@ -182,17 +183,23 @@ def test_the_login_cookies_are_http_only_and_same_site_strict(board: Board) -> N
         assert abs(session.expires - (time.time() + TWELVE_HOURS)) < 60
 
 
-def test_a_failed_login_gives_a_fresh_form_cookie_of_the_same_kind(board: Board) -> None:
+def test_a_failed_login_keeps_the_form_cookie_and_its_token(board: Board) -> None:
     with board.client() as client:
         token = board.login_form(client)
+        nonce = client.cookies.get(LOGIN_COOKIE)
+        assert nonce
         wrong = client.post("/login", data={"name": "ann", "password": "no", "csrf": token})
         assert wrong.status_code == 401
         cookies = set_cookies(wrong)
         assert COOKIE not in cookies
-        fresh = attributes(cookies[LOGIN_COOKIE])
-        assert "httponly" in fresh and fresh.get("samesite") == "strict"
-        # the new form works
+        # the same nonce again (every open login tab shares it), of the same kind
+        kept = attributes(cookies[LOGIN_COOKIE])
+        assert "httponly" in kept and kept.get("samesite") == "strict" and kept.get("path") == "/"
+        assert cookies[LOGIN_COOKIE].startswith(f"{LOGIN_COOKIE}={nonce.lower()};")
+        assert client.cookies.get(LOGIN_COOKIE) == nonce
+        # so the form shown again carries the same token, and it works
         again = csrf_of(wrong.text)
+        assert again == token
         done = client.post("/login", data={"name": "ann", "password": PASSWORD, "csrf": again})
         assert done.status_code == 303
 

@@ -16,6 +16,7 @@ from loopkit import (
     FunctionCallContent,
     FunctionResultContent,
 )
+from loopkit.middleware.compaction import CompactionOptions, CompactionWarning
 from loopkit.middleware.conversation_steps import result_stub
 from loopkit.run_context import RunEvent, run_scope
 
@@ -75,7 +76,16 @@ async def test_with_nothing_left_to_compact_it_waits_for_a_quarter_of_the_gap() 
     base = [SYSTEM, TASK, *steps(0, 4, result=50, text=900)]
     tools_free = units(base)
     trigger, target = tools_free - 1, tools_free - 1001
-    client = client_for(model, trigger_tokens=trigger, target_tokens=target, keep_recent_steps=1)
+    # A window far above the trigger: below it, a request that cannot be compacted may wait
+    # (without one the trigger is the limit: see the test below).
+    window = 10 * trigger
+    client = client_for(
+        model,
+        max_input_tokens=window,
+        trigger_tokens=trigger,
+        target_tokens=target,
+        keep_recent_steps=1,
+    )
     quarter = (trigger - target) // 4  # 250
 
     def note(cost: int) -> ChatMessage:
@@ -103,12 +113,39 @@ async def test_with_nothing_left_to_compact_it_waits_for_a_quarter_of_the_gap() 
     assert model.requests[0] == base  # sent as it was
 
 
+async def test_without_a_window_nothing_above_the_trigger_goes_unlooked_at() -> None:
+    # As above, but the trigger is the limit: every request above it is looked at (the
+    # summariser asked each time); the request over the limit is reported once in a row.
+    model = Model(fail="summariser down")
+    base = [SYSTEM, TASK, *steps(0, 4, result=50, text=900)]
+    trigger, target = units(base) - 1, units(base) - 1001
+    client = client_for(
+        model,
+        trigger_tokens=trigger,
+        target_tokens=target,
+        keep_recent_steps=1,
+        drop_oldest=False,
+    )
+    grown = [*base, ChatMessage.from_text(ChatRole.USER, "x" * 90)]
+    with pytest.warns(CompactionWarning, match="drop_oldest is off"):
+        events = await send_all(client, base, base, grown)
+    assert [len(e) for e in events] == [1, 1, 1]
+    assert len(model.summaries) == 3
+    reasons = [e[0].data.get("over_limit") for e in events]
+    assert reasons == [
+        CompactionOptions(trigger_tokens=trigger, drop_oldest=False).over_limit_reason(units(base)),
+        None,
+        None,
+    ]
+    assert model.requests == [base, base, grown]  # sent as they were
+
+
 async def test_after_falling_short_of_the_target_it_waits_for_the_gap_again() -> None:
     model = Model()
     trigger, target = 6000, 3000
-    client = client_for(
-        model, trigger_tokens=trigger, target_tokens=target, keep_recent_steps=2, summarize=False
-    )
+    # a window far above: the plan keeps both last steps and waits below it
+    limits = {"max_input_tokens": 30_000, "trigger_tokens": trigger, "target_tokens": target}
+    client = client_for(model, **limits, keep_recent_steps=2, summarize=False)
     # The last two steps are large and stay: the compaction cannot reach the target.
     messages = [SYSTEM, TASK, *steps(0, 3), *steps(10, 2, result=3000)]
     [[event]] = await send_all(client, messages)
@@ -119,14 +156,10 @@ async def test_after_falling_short_of_the_target_it_waits_for_the_gap_again() ->
     small = [*messages, *step(20, result=gap - 200)]
     large = [*messages, *step(20, result=gap + 100)]
     model2 = Model()
-    client2 = client_for(
-        model2, trigger_tokens=trigger, target_tokens=target, keep_recent_steps=2, summarize=False
-    )
+    client2 = client_for(model2, **limits, keep_recent_steps=2, summarize=False)
     assert [len(e) for e in await send_all(client2, messages, small)] == [1, 0]
     model3 = Model()
-    client3 = client_for(
-        model3, trigger_tokens=trigger, target_tokens=target, keep_recent_steps=2, summarize=False
-    )
+    client3 = client_for(model3, **limits, keep_recent_steps=2, summarize=False)
     assert [len(e) for e in await send_all(client3, messages, large)] == [1, 1]
 
 
@@ -341,6 +374,7 @@ async def test_after_a_look_that_compacted_nothing_the_provider_count_still_cali
     trigger = units(base) + tools - 1
     client = client_for(
         model,
+        max_input_tokens=10 * trigger,  # far above: nothing is dropped, the first goes unchanged
         trigger_tokens=trigger,
         target_tokens=trigger - 400,
         keep_recent_steps=1,

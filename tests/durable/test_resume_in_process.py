@@ -293,7 +293,7 @@ async def test_each_resume_rebuilds_the_conversation_the_model_saw(database: Pat
         *first_three,
         ("user", DEFAULT_NOTICE),
         ("assistant", "crash:r3-0"),
-        ("tool", "r3-0=Error: the function failed. ValueError: crashed on 4"),
+        ("tool", "r3-0=Error: crash failed with ValueError: crashed on 4"),
     ]
     PLAN.received.clear()
     PLAN.tool_runs.clear()
@@ -619,7 +619,7 @@ async def unprintable_workflow() -> str:
 async def test_a_failure_that_cannot_be_printed_replays_as_it_read(database: Path) -> None:
     PLAN.turns = [[("breaks", {})], [("work", {"n": 2})], "all done"]
     await start_and_interrupt(database, unprintable_workflow, "run-odd", hang_at=3)
-    expected = ("tool", "r1-0=Error: the function failed. Unprintable: <message could not be read>")
+    expected = ("tool", "r1-0=Error: breaks failed with Unprintable.")
     assert expected in PLAN.received[3]
     first = PLAN.received[3]
     PLAN.received.clear()

@@ -94,7 +94,7 @@ class ToolCheckpoint(BaseModel):
 
 class ReplayedToolException(Exception):
     """A tool's exception read back from its checkpoint. Each recorded exception type gets a
-    subclass of the same name, so the text the model reads (``TypeName: message``) is the
+    subclass of the same name, so the text the model reads (the type and the message) is the
     one it read before."""
 
     terminates_run = False
@@ -119,7 +119,9 @@ def _message_of(error: BaseException) -> str:
     try:
         return str(error)
     except Exception:
-        return "<message could not be read>"
+        # No message: failure_text reads an unreadable one as none, so the stand-in (whose
+        # message is "") gives the model the text it read when the tool ran.
+        return ""
 
 
 class _Notices:
