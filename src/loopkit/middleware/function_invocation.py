@@ -32,7 +32,7 @@ from loopkit.middleware.delegating import DelegatingChatClient
 
 # (cut_result and tool_result_to_text were defined here first: still importable from here)
 from loopkit.middleware.tool_results import cut_result as cut_result
-from loopkit.middleware.tool_results import failure_text
+from loopkit.middleware.tool_results import failure_text, not_approved_text, unknown_tool_text
 from loopkit.middleware.tool_results import tool_result_to_text as tool_result_to_text
 from loopkit.run_context import RunContext, closing, current_run, run_scope, stream_in_run
 
@@ -360,10 +360,7 @@ class FunctionInvokingChatClient(DelegatingChatClient):
         target = tools.get(call.name)
         if target is None:
             error = True
-            text = (
-                f'Error: there is no tool named "{call.name}". '
-                f"Available tools: {', '.join(sorted(tools))}."
-            )
+            text = unknown_tool_text(call.name, tools)
         elif call.arguments_error is not None:
             error = True
             exception = ToolError(call.arguments_error)
@@ -371,10 +368,7 @@ class FunctionInvokingChatClient(DelegatingChatClient):
         elif call.name in self.options.approval_required and not await self._approved(call):
             # A refusal is an answer, not a failure: it does not count as a consecutive error.
             error = True
-            text = (
-                f"Error: the call to {call.name} was not approved. Do not retry it unchanged; "
-                "continue without it or explain in your answer why it is needed."
-            )
+            text = not_approved_text(call.name)
         else:
             try:
                 text = tool_result_to_text(await target.invoke(call.arguments))

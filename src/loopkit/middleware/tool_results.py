@@ -4,9 +4,16 @@ or what failed when the tool raised."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from typing import Any
 
-__all__ = ["cut_result", "failure_text", "tool_result_to_text"]
+__all__ = [
+    "cut_result",
+    "failure_text",
+    "not_approved_text",
+    "tool_result_to_text",
+    "unknown_tool_text",
+]
 
 
 def tool_result_to_text(value: Any) -> str:
@@ -52,4 +59,20 @@ def failure_text(name: str, error: Exception, detailed: bool) -> str:
         f"Error: {name} failed with {kind}: {message}"
         if message
         else f"Error: {name} failed with {kind}."
+    )
+
+
+def unknown_tool_text(name: str, available: Iterable[str]) -> str:
+    """What the model reads when it called ``name``, which is not among ``available``."""
+    return (
+        f'Error: there is no tool named "{name}". Available tools: {", ".join(sorted(available))}.'
+    )
+
+
+def not_approved_text(name: str) -> str:
+    """What the model reads when a call to ``name`` was refused by the approver: an answer to
+    act on, not a failure to retry."""
+    return (
+        f"Error: the call to {name} was not approved. Do not retry it unchanged; "
+        "continue without it or explain in your answer why it is needed."
     )

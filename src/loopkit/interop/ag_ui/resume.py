@@ -24,8 +24,13 @@ from loopkit.abstractions.content import (
 )
 from loopkit.abstractions.tools import Tool, ToolError
 from loopkit.agents.events import AgentEvent, ToolResultReceived
-from loopkit.errors import describe_error
-from loopkit.middleware.function_invocation import cut_result, tool_result_to_text
+from loopkit.middleware.tool_results import (
+    cut_result,
+    failure_text,
+    not_approved_text,
+    tool_result_to_text,
+    unknown_tool_text,
+)
 
 if TYPE_CHECKING:
     from loopkit.agents.agent import Agent
@@ -82,21 +87,20 @@ async def _answer(
     options = agent.pipeline.options
     tool = tools.get(call.name)
     if tool is None:
-        return f'Error: there is no tool named "{call.name}".', True
+        return unknown_tool_text(call.name, tools), True
+    if call.arguments_error is not None:
+        return f"Error: {call.arguments_error}", True
     if call.name in options.approval_required and options.approver is not None:
         decision = options.approver(call)
         if inspect.isawaitable(decision):
             decision = await decision
         if not decision:
-            return (
-                f"Error: the call to {call.name} was not approved. Do not retry it unchanged; "
-                "continue without it or explain in your answer why it is needed."
-            ), True
+            return not_approved_text(call.name), True
     try:
         return tool_result_to_text(await tool.invoke(call.arguments)), False
     except ToolError as e:
         return f"Error: {e}", True
     except Exception as e:
-        if options.include_detailed_errors:
-            return f"Error: the function failed. {describe_error(e)}", True
-        return "Error: the function failed.", True
+        if getattr(e, "terminates_run", False):
+            raise  # as in the loop: a dead MCP server ends the run
+        return failure_text(call.name, e, options.include_detailed_errors), True
