@@ -90,7 +90,7 @@ class RunPages:
                 f"{head} (place {details.position} in the queue)." if details.position else None
             )
         part = request.query_params.get("part")
-        block = part if part in ("files", "actions", "approvals") else None
+        block = part if part in ("files", "actions", "approvals", "links") else None
         if block in (None, "files"):
             values["findings"] = merge_findings(details.artifacts.findings_dbs)
             values.update(await self._pictures(details))

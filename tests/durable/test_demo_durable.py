@@ -48,13 +48,14 @@ def card_rounds() -> list[int]:
     return list(range(1, len(Script.load(bundled_transcripts()[CARD]).turns) + 1))
 
 
-def slow_build_config(tmp_path: Path) -> Path:
-    """The first build takes 30 s (the kill lands inside that build_app call), later ones none."""
+def slow_build_config(tmp_path: Path, seconds: int = 30) -> Path:
+    """The first build takes ``seconds`` (the kill lands inside that build_app call), later ones
+    none."""
     config = tmp_path / "slow-build.toml"
     marker = tmp_path / "built-once"
     code = (
         f"import pathlib, time; p = pathlib.Path({str(marker)!r}); first = not p.exists(); "
-        "p.touch(); time.sleep(30 if first else 0)"
+        f"p.touch(); time.sleep({seconds} if first else 0)"
     )
     argv = [sys.executable, "-c", code]
     config.write_text(f"[tools]\nbuild_command = {json.dumps(argv)}\n", encoding="utf-8")

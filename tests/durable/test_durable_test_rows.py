@@ -19,7 +19,7 @@ from loopkit import Card, CardState
 from loopkit.demo.run import bundled_transcripts
 from loopkit_ui.scripts import ResultStore
 from tests.demo.helpers import ROOT, cmdline, copy_card, demo_env, descendants, start_demo
-from tests.durable.test_demo_durable import demo, parent, slow_build_config
+from tests.durable.test_demo_durable import demo, runs_the_card, slow_build_config
 from tests.installed import import_or_unavailable
 
 import_or_unavailable("dbos", install="loopkit[durable]")
@@ -50,7 +50,7 @@ def the_runs_process(outer: subprocess.Popen[str]) -> int:
         p
         for p in descendants(outer.pid)
         if cmdline(p).startswith(f"{sys.executable} -m loopkit.demo ")
-        and "loopkit_ui.session" in cmdline(parent(p))
+        and runs_the_card(p, outer.pid)
     ]
     assert len(inner) == 1, [(p, cmdline(p)) for p in descendants(outer.pid)]
     return inner[0]
@@ -97,7 +97,8 @@ def test_a_cancelled_durable_test_run_ends_its_row_cancelled(tmp_path: Path) -> 
     card = copy_card(tmp_path, CARD)
     outer = start_demo(
         tmp_path, card, "--role", "test", "--durable",
-        "--config", str(slow_build_config(tmp_path)),
+        # Long enough for two commands on a loaded machine; the cancel ends it within 0.5 s.
+        "--config", str(slow_build_config(tmp_path, seconds=300)),
     )  # fmt: skip
     wait_for_the_build(outer, tmp_path)
     listed = subprocess.run(

@@ -96,7 +96,8 @@ def test_test_in_a_failed_runs_thread_is_refused_with_what_to_do(
 ) -> None:
     """A run that ended failed has no change to test (a tester that passed would make the card
     Done although its developer failed): the thread says so and what to do; nothing is queued."""
-    card = copy_card(tmp_path, "delete-asks-for-confirmation")
+    (tmp_path / "cards").mkdir()  # the bot's cards_dir: a card is named inside it
+    card = copy_card(tmp_path / "cards", "delete-asks-for-confirmation")
     fails = tmp_path / "fails.json"
     fails.write_text(json.dumps({"turns": [{"text": "RESULT: failed: the fix did not work"}]}))
     start_bot(LOOPKIT_TRANSCRIPT=str(fails))
@@ -109,7 +110,7 @@ def test_test_in_a_failed_runs_thread_is_refused_with_what_to_do(
         text=True,
     )
     try:
-        ts = slack.send_message(ALLOWED, f"{ROLE} {card}")
+        ts = slack.send_message(ALLOWED, f"{ROLE} {card.name}")
         slack.wait_post(ts, "RESULT: failed", timeout=240)
     finally:
         out, _ = worker.communicate(timeout=120)  # it stops once the run has ended

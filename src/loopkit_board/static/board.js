@@ -131,6 +131,7 @@
     const files = document.getElementById("run-files");
     const actions = document.getElementById("run-actions");
     const approvals = document.getElementById("approvals-box");
+    const links = document.getElementById("run-links");  // the report and the logs, once started
     let tokens = 0;
     let ended = false;
     for (const id of ["show-rounds", "show-tools", "show-other", "only-errors"]) document.getElementById(id).addEventListener("change", applyFilter);
@@ -145,7 +146,7 @@
         placeEl.textContent = "";
         if (note && note.isConnected) note.remove();  // "Queued (place N ...)" is over
       }
-      if (was !== state) refresh(actions, "actions");
+      if (was !== state) { refresh(actions, "actions"); refresh(links, "links"); }
     }
 
     const source = new EventSource("/runs/" + runId + "/events");
@@ -188,6 +189,7 @@
       }
       if (ev.kind === "approval_requested" || ev.kind === "approval") refresh(approvals, "approvals");
       if (ev.kind === "files") refresh(files, "files");
+      if (ev.kind === "start") refresh(links, "links");
       if (ev.kind === "end" && !ended) {
         ended = true;
         setState(ev.data.state);
@@ -197,6 +199,7 @@
         refresh(files, "files");
         refresh(actions, "actions");
         refresh(approvals, "approvals");
+        refresh(links, "links");
       }
     };
   }
