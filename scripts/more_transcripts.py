@@ -14,11 +14,29 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-APP = ROOT / "examples" / "invoice_app"
+from transcript_steps import (
+    APP,
+    NO_WINDOW_OPENED,
+    REPORT_LINE,
+    ROOT,
+    acted,
+    build_and_restart,
+    call,
+    common_start,
+    edits,
+    evidence,
+    finish,
+    memory_first,
+    named,
+    ok,
+    patch,
+    record_step,
+    text_of,
+    turn,
+)
+
 CARDS = ROOT / "examples" / "cards"
 
 OPEN_CARD = "open-says-when-a-file-is-not-an-invoice"
@@ -28,8 +46,6 @@ NOT_AN_INVOICE = "invoice_app/README.md"
 
 
 def fixed_open() -> str:
-    from make_transcripts import patch
-
     text = (APP / "main_window.py").read_text(encoding="utf-8")
     text = patch(
         text,
@@ -55,8 +71,6 @@ def fixed_open() -> str:
 
 
 def fixed_range() -> str:
-    from make_transcripts import patch
-
     text = (APP / "main_window.py").read_text(encoding="utf-8")
     text = patch(
         text,
@@ -88,20 +102,6 @@ def fixed_range() -> str:
 
 
 def open_card() -> dict[str, Any]:
-    from make_transcripts import (
-        NO_WINDOW_OPENED,
-        acted,
-        build_and_restart,
-        call,
-        common_start,
-        edits,
-        evidence,
-        finish,
-        named,
-        text_of,
-        turn,
-    )
-
     title = "Opening a file that is not an invoice should say so"
     crash = "CrashDialog"
 
@@ -132,7 +132,7 @@ def open_card() -> dict[str, Any]:
             named(text_of("ErrorLabel", f"Not an invoice: {NOT_AN_INVOICE}"), "says-not-invoice"),
             named(text_of("TotalLabel", "Total: 250.00"), "total-kept"),
             named(
-                call("ui_get_cell", ok_text("Consulting"), table="ItemsTable", row=0, column=0),
+                call("ui_get_cell", ok("Consulting"), table="ItemsTable", row=0, column=0),
                 "items-kept",
             ),
         ),
@@ -161,26 +161,7 @@ def open_card() -> dict[str, Any]:
     return {"description": f"Scripted run of the card '{title}'.", "turns": turns}
 
 
-def ok_text(*fragments: str) -> dict[str, Any]:
-    from make_transcripts import ok
-
-    return ok(*fragments)
-
-
 def range_card() -> dict[str, Any]:
-    from make_transcripts import (
-        acted,
-        build_and_restart,
-        call,
-        common_start,
-        edits,
-        evidence,
-        finish,
-        named,
-        text_of,
-        turn,
-    )
-
     title = "A discount outside 0 to 100 % should be refused"
 
     def discount(value: str, ident: str | None = None) -> dict[str, Any]:
@@ -243,8 +224,6 @@ def _checks(card: str) -> list[dict[str, Any]]:
 
 def _live(step: dict[str, Any]) -> dict[str, Any] | None:
     """A script step as the tester's live UI call (None: a step with no live counterpart)."""
-    from make_transcripts import acted, call, ok
-
     kind, target = step.get("type"), step.get("target")
     if kind == "action" and step.get("action") == "click":
         extra: dict[str, Any] = {}
@@ -271,16 +250,13 @@ def _live(step: dict[str, Any]) -> dict[str, Any] | None:
 
 def tester_from_checks(card: str) -> dict[str, Any]:
     """The test run of ``card`` from its check scripts (see the module docstring)."""
-    from make_transcripts import call, ok, turn
-    from tester_transcripts import REPORT_LINE, _memory_first, _record
-
     from loopkit.cards.card import Card
 
     parsed = Card.load(CARDS / f"{card}.md")
     scripts = _checks(card)
     if not scripts:
         raise SystemExit(f"more_transcripts: {card} has no check scripts to test it with")
-    turns = _memory_first(parsed.title)
+    turns = memory_first(parsed.title)
     turns += [
         turn(call("build_app", ok("Build succeeded")), text="I build the card's code myself."),
         turn(call("start_app", ok("The app is running"))),
@@ -297,7 +273,7 @@ def tester_from_checks(card: str) -> dict[str, Any]:
     for number, criterion in enumerate(checked, start=1):
         turns.append(
             turn(
-                _record(
+                record_step(
                     number, criterion.text, "checked live with the UI tools above; the "
                     "regression script checks it again", criterion=criterion.id,
                 )

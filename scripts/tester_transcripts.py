@@ -13,51 +13,21 @@ the develop transcripts.
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
-# make_transcripts.py imports this module: its helpers are imported where they are used.
-
-#: The final message's report line: a transcript cannot know the run's folder (the demo prints
-#: the report's path after the summary).
-REPORT_LINE = (
-    "Report: the path write_test_report answered (test-report/report.html in the run's folder)."
+from transcript_files import main
+from transcript_steps import (
+    NO_WINDOW_OPENED,
+    REPORT_LINE,
+    acted,
+    call,
+    memory_first,
+    ok,
+    record_step,
+    text_of,
+    turn,
 )
-
-
-def _record(
-    number: int,
-    description: str,
-    evidence: str,
-    *,
-    passed: bool = True,
-    screenshot: bool = False,
-    criterion: str = "",
-) -> dict[str, Any]:
-    from make_transcripts import call, ok
-
-    arguments: dict[str, Any] = {
-        "description": description,
-        "passed": passed,
-        "evidence": evidence,
-    }
-    if criterion:
-        arguments["criterion"] = criterion
-    if screenshot:
-        arguments["screenshot"] = "latest"
-    verdict = "passed" if passed else "FAILED"
-    return call("record_step", ok(f"step {number} recorded ({verdict})"), **arguments)
-
-
-def _memory_first(symptom: str) -> list[dict[str, Any]]:
-    from make_transcripts import call, turn
-
-    return [
-        turn(
-            call("read_router", {"error": False}),
-            text="Memory first: the notes before the first click.",
-        ),
-        turn(call("search_notes", {"error": False}, symptom=symptom)),
-    ]
 
 
 def _step(kind: str, target: str, **fields: Any) -> dict[str, Any]:
@@ -74,8 +44,6 @@ def _type(target: str, text: str) -> dict[str, Any]:
 
 def delete_test() -> dict[str, Any]:
     """The test run of the delete card, on the repository its develop run left."""
-    from make_transcripts import NO_WINDOW_OPENED, acted, call, ok, text_of, turn
-
     title = "Deleting an item should ask first"
     dialog = "ConfirmDeleteDialog"
     opens_dialog = call(
@@ -121,7 +89,7 @@ def delete_test() -> dict[str, Any]:
             _step("assert", "TotalLabel", equals="Total: 50.00"),
         ],
     }
-    turns = _memory_first("delete confirmation dialog")
+    turns = memory_first("delete confirmation dialog")
     turns += [
         turn(
             call("build_app", ok("Build succeeded")),
@@ -135,7 +103,7 @@ def delete_test() -> dict[str, Any]:
             text="Criterion 3 first: no row selected.",
         ),
         turn(
-            _record(
+            record_step(
                 1,
                 "With no row selected, Delete selected does nothing",
                 "no window opened; TotalLabel reads 'Total: 250.00'",
@@ -149,7 +117,7 @@ def delete_test() -> dict[str, Any]:
             call("ui_screenshot", ok(".png")),
         ),
         turn(
-            _record(
+            record_step(
                 2,
                 "Delete selected with Consulting selected asks in a dialog naming it",
                 'ConfirmDeleteDialog opened: Delete the item "Consulting"?',
@@ -163,7 +131,7 @@ def delete_test() -> dict[str, Any]:
             text_of("TotalLabel", "Total: 250.00"),
         ),
         turn(
-            _record(
+            record_step(
                 3,
                 "No leaves everything as is",
                 "row 0 is still 'Consulting'; TotalLabel reads 'Total: 250.00'",
@@ -179,7 +147,7 @@ def delete_test() -> dict[str, Any]:
             call("ui_screenshot", ok(".png")),
         ),
         turn(
-            _record(
+            record_step(
                 4,
                 "Yes removes the row and the totals follow",
                 "row 0 is now 'Travel'; 'Subtotal: 50.00', 'Total: 50.00'",
@@ -251,8 +219,6 @@ def delete_test() -> dict[str, Any]:
 
 def open_file_test() -> dict[str, Any]:
     """A test run of opening files on the app as shipped: it meets the planted crash."""
-    from make_transcripts import NO_WINDOW_OPENED, acted, call, ok, text_of, turn
-
     title = "Opening a saved invoice"
     crash = "CrashDialog"
     saved = "${tmp}/saved.json"
@@ -294,7 +260,7 @@ def open_file_test() -> dict[str, Any]:
         ],
     }
     not_an_invoice = "invoice_app/README.md"
-    turns = _memory_first("open file error")
+    turns = memory_first("open file error")
     turns += [
         turn(call("build_app", ok("Build succeeded"))),
         turn(call("start_app", ok("The app is running"))),
@@ -306,7 +272,7 @@ def open_file_test() -> dict[str, Any]:
         turn(call("ui_click", acted(**NO_WINDOW_OPENED), target="OpenButton")),
         turn(text_of("ErrorLabel", "File not found: no-such-invoice.json")),
         turn(
-            _record(
+            record_step(
                 1,
                 "A missing file is reported in the error label",
                 "ErrorLabel reads 'File not found: no-such-invoice.json'",
@@ -325,7 +291,7 @@ def open_file_test() -> dict[str, Any]:
             "runner would.",
         ),
         turn(
-            _record(
+            record_step(
                 2,
                 "A file that is not an invoice is reported in the error label",
                 "a crash dialog opened instead (InvoiceFormatError: invoice_app/README.md "
@@ -351,7 +317,7 @@ def open_file_test() -> dict[str, Any]:
         ),
         turn(text_of("TotalLabel", "Total: 250.00")),
         turn(
-            _record(
+            record_step(
                 3,
                 "After Continue the app runs on with its invoice",
                 "TotalLabel reads 'Total: 250.00'",
@@ -422,8 +388,4 @@ TEST_TRANSCRIPTS = {
 
 
 if __name__ == "__main__":
-    import sys
-
-    from make_transcripts import main
-
-    sys.exit(main([f"test/{name}" for name in TEST_TRANSCRIPTS]))
+    sys.exit(main({f"test/{name}": make for name, make in TEST_TRANSCRIPTS.items()}, __doc__))

@@ -134,7 +134,7 @@ async def _list(runtime: DurableRuntime, args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from loopkit.cards.durable import list_card_runs
-    from loopkit.demo.durable import runs_table
+    from loopkit.demo.durable_runs import runs_table
 
     records = await list_card_runs(runtime, state=args.state, limit=args.limit)
     if args.json:
@@ -172,7 +172,7 @@ async def _cancel(runtime: DurableRuntime, args: argparse.Namespace) -> int:
 
 async def run(config: RunnerConfig, args: argparse.Namespace) -> int:
     """Carry out one command against the database ``config`` names."""
-    from loopkit.demo.durable import database_for
+    from loopkit.demo.durable_runs import database_for
     from loopkit.durable.errors import DatabaseUnavailableError, DurableError
     from loopkit.durable.runtime import DurableRuntime, process_executor_id
 
@@ -235,14 +235,14 @@ def main(argv: list[str] | None = None) -> int:
 
                     check_model(config, card, role.name)
                     if then is not None:
-                        from loopkit.demo.pipeline import pipeline_transcript
+                        from loopkit.demo.pipeline_rounds import pipeline_transcript
 
                         follows = pipeline_transcript(config, card, then.name, 1)
                         if follows is not None and not follows.is_file():
                             raise ConfigError(f"--then {then.name}: no transcript {follows}")
     except (ConfigError, CardError, RoleError, WorkspaceError) as e:
         return _error(str(e))
-    from loopkit.demo.durable import database_for
+    from loopkit.demo.durable_runs import database_for
 
     url = database_for(config)
     if args.command != "enqueue" and url.startswith("sqlite:///"):

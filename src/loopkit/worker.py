@@ -87,9 +87,9 @@ async def serve(config: RunnerConfig, name: str, *, max_runs: int | None = None)
     pauses, the desktop stays, and queued runs are taken again once the database is back."""
     import signal
 
-    import loopkit.demo.durable  # noqa: F401  (registers the card-run workflow before launch)
+    import loopkit.demo.card_run_workflow  # noqa: F401  (registers the workflow before launch)
     from loopkit.cards.queue import CARD_QUEUE
-    from loopkit.demo.durable import database_for
+    from loopkit.demo.durable_runs import database_for
     from loopkit.durable.errors import DatabaseUnavailableError
     from loopkit.durable.outage import Outage
     from loopkit.durable.run import active_runs

@@ -198,7 +198,7 @@ class BoardService:
     # -- lifecycle ---------------------------------------------------------------------------
     async def start(self) -> None:
         """Open the durable runs' database (created on first use)."""
-        from loopkit.demo.durable import database_for
+        from loopkit.demo.durable_runs import database_for
         from loopkit.durable.errors import DatabaseUnavailableError
         from loopkit.durable.runtime import DurableRuntime, process_executor_id
 

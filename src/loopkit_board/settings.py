@@ -44,7 +44,7 @@ def check_database(config: RunnerConfig) -> None:
     """A SQLite database's folder exists (or is the runs folder, made at start) and the file,
     when there, is a regular file; nothing is created. Another database is checked when the
     durable runtime connects."""
-    from loopkit.demo.durable import database_for
+    from loopkit.demo.durable_runs import database_for
 
     url = database_for(config)
     if not url.startswith("sqlite:///"):

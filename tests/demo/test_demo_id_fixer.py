@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from loopkit import Card, CardState, Script
-from loopkit.demo.id_fixer import child_transcript
+from loopkit.demo.id_fixer_tools import child_transcript
 from loopkit.demo.progress import LiveProgress
 from loopkit.demo.run import bundled_transcripts
 from loopkit_tools.id_fixer import FILE_TOOLS, ID_FIXER_TOOL

@@ -11,8 +11,9 @@ import pytest
 from loopkit.abstractions import ToolError
 from loopkit.cards import RunnerConfig
 from loopkit.cards.roles import parse_role
-from loopkit.demo.id_fixer import id_fixer_group
-from loopkit.demo.role_tools import GroupContext, find_role
+from loopkit.demo.id_fixer_tools import id_fixer_group
+from loopkit.demo.role_tools import find_role
+from loopkit.demo.tool_groups import GroupContext
 from loopkit_tools import IdFixer
 
 TASK = "Add an accessible id to each of these 1 controls.\n\n1. push button 'Clear notes': ..."

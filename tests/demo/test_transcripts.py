@@ -7,7 +7,7 @@ import sys
 
 from loopkit import Script
 from loopkit.cards.config import RunnerConfig
-from loopkit.demo.id_fixer import child_transcript
+from loopkit.demo.id_fixer_tools import child_transcript
 from loopkit.demo.run import bundled_transcripts
 from loopkit.middleware.tool_disclosure import LOAD_TOOLS, ToolDisclosure
 

@@ -174,7 +174,7 @@ def test_a_run_killed_after_its_end_was_recorded_has_nothing_to_resume(tmp_path:
 
     from loopkit.cards import RunnerConfig
     from loopkit.cards.durable import list_card_runs
-    from loopkit.demo.durable import after_a_killed_run, runtime_for
+    from loopkit.demo.durable_runs import after_a_killed_run, runtime_for
 
     (tmp_path / "card.md").write_text(CARD_TEXT, encoding="utf-8")
     db = tmp_path / "runs.sqlite"

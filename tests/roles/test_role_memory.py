@@ -10,8 +10,9 @@ from pathlib import Path
 
 import loopkit_tools
 from loopkit.cards import Card, RunnerConfig
+from loopkit.demo.card_runner import card_runner
 from loopkit.demo.role_tools import RoleMemory, find_role, role_instructions, take_message
-from loopkit.demo.run import card_runner, local_tools
+from loopkit.demo.tool_provider import local_tools
 from loopkit.demo.workspace import ScratchRepo
 from loopkit.middleware.run_log import RunLog
 from loopkit.providers.scripted import ScriptedChatClient

@@ -50,7 +50,7 @@ def test_a_queued_run_records_its_role_repository_and_message(tmp_path: Path) ->
 
     from loopkit.cards import load_config
     from loopkit.cards.durable import CardRunRequest
-    from loopkit.demo.durable import runtime_for
+    from loopkit.demo.durable_runs import runtime_for
 
     async def stored() -> Any:
         async with runtime_for(load_config(runs_dir=tmp_path / "runs")) as runtime:

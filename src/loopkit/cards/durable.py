@@ -1,11 +1,12 @@
 """Durable card runs, the card runner's side: what a run starts from, how it ends, its record.
 
-A durable card run is a workflow (registered by the demo, :mod:`loopkit.demo.durable`) that
-starts from a :class:`CardRunRequest` (plain data: the card's path, the role, the model and the
-resolved settings) and returns a :class:`CardRunResult`. Its body checkpoints the preparation
-(card In Work, scratch repository), every model request and tool call, and the end (card Done or
-Failed, the ``result`` line) with :class:`DurableCardRunner`. The card keeps its contract: In
-Work while the run runs or is interrupted, Done or Failed once it ends.
+A durable card run is a workflow (registered by the demo,
+:mod:`loopkit.demo.card_run_workflow`) that starts from a :class:`CardRunRequest` (plain data:
+the card's path, the role, the model and the resolved settings) and returns a
+:class:`CardRunResult`. Its body checkpoints the preparation (card In Work, scratch repository),
+every model request and tool call, and the end (card Done or Failed, the ``result`` line) with
+:class:`DurableCardRunner`. The card keeps its contract: In Work while the run runs or is
+interrupted, Done or Failed once it ends.
 
 :func:`list_card_runs` and :func:`get_card_run` read runs back as :class:`CardRunRecord`\\ s (card,
 role, model, state, reason, rounds, tokens, commit, log, worker).
@@ -81,7 +82,7 @@ class PipelineSpec(BaseModel):
     round: int = Field(default=1, ge=1)
     round_trips: int = Field(default=2, ge=0)
     #: The scripted model's transcript given for the first developer run (the other runs' lie
-    #: beside it: loopkit.demo.pipeline.pipeline_transcript); None: the bundled ones.
+    #: beside it: loopkit.demo.pipeline_rounds.pipeline_transcript); None: the bundled ones.
     transcript: str | None = None
 
 

@@ -265,7 +265,7 @@ def _after_a_killed_durable_run(
     import asyncio
 
     try:
-        from loopkit.demo.durable import after_a_killed_run
+        from loopkit.demo.durable_runs import after_a_killed_run
 
         card = str(card_path.resolve()) if card_path is not None else None
         return asyncio.run(after_a_killed_run(config, card, since, which))
@@ -345,7 +345,7 @@ async def _run_until_interrupted(
         loop.add_signal_handler(signum, stop)
     try:
         if resume is not None:
-            from loopkit.demo.durable import resume_demo_runs
+            from loopkit.demo.durable_runs import resume_demo_runs
 
             return await resume_demo_runs(config, resume, console)
         assert run is not None
@@ -357,6 +357,12 @@ async def _run_until_interrupted(
                 message=run.message, round_trips=run.round_trips or DEFAULT_ROUND_TRIPS,
                 given=run.given,
             )  # fmt: skip
+        if config.durable:
+            from loopkit.demo.durable_runs import run_durable_card
+
+            return await run_durable_card(
+                config, run.card, console, role=run.role, repo=run.repo, message=run.message
+            )
         return await run_demo(
             config, run.card, console, role=run.role, repo=run.repo, message=run.message
         )
@@ -436,7 +442,7 @@ def _main(argv: list[str]) -> int:
         check_settings(config, args.card, role, args.repo)
         then = None
         if args.then is not None:
-            from loopkit.demo.pipeline import pipeline_transcript
+            from loopkit.demo.pipeline_rounds import pipeline_transcript
 
             then = find_role(config, args.then)
             check_settings(with_role_limits(config, then, given), args.card, then, args.repo)
@@ -477,7 +483,7 @@ def _resume(argv: list[str], config: RunnerConfig, which: str | None, console: C
     if which is not None and _needs_headless_desktop(config.headless):
         return _rerun_in_headless_desktop(argv, config, None, which)
     if which is None:
-        from loopkit.demo.durable import resume_demo_runs
+        from loopkit.demo.durable_runs import resume_demo_runs
 
         return asyncio.run(resume_demo_runs(config, None, console))
     return asyncio.run(_run_until_interrupted(config, None, console, resume=which))

@@ -1,21 +1,32 @@
 """The model of a demo run: the scripted model's transcripts, a real model's key, the run's
-first two lines (which model answers, which role it takes)."""
+first lines (which model answers, which role it takes: :func:`announce_run`), and the scripted
+model's place in a resumed durable run (:class:`ScriptPosition`)."""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from rich.console import Console
 from rich.markup import escape
 
-from loopkit.abstractions.chat import ChatClient
-from loopkit.cards import ConfigError, RunnerConfig
+from loopkit.abstractions.chat import ChatClient, ChatOptions, ChatResponse
+from loopkit.abstractions.content import ChatMessage, ChatRole
+from loopkit.cards import Card, CardState, ConfigError, RunnerConfig
 from loopkit.cards.roles import Role
 from loopkit.demo.role_tools import DEFAULT_ROLE, find_role
 from loopkit.errors import CardError
+from loopkit.middleware.delegating import DelegatingChatClient
+
+if TYPE_CHECKING:
+    from loopkit.providers.scripted import ScriptedChatClient
 
 __all__ = [
+    "ScriptPosition",
+    "announce_run",
     "bundled_transcripts",
     "check_model",
     "first_line",
@@ -130,3 +141,43 @@ def check_model(config: RunnerConfig, card_path: Path, role: str = DEFAULT_ROLE)
         Script.load(path)
     except ValueError as e:  # the scripted model's own loader: missing, not JSON, wrong shape
         raise ConfigError(f"transcript (--transcript or `transcript`): {e}") from None
+
+
+def announce_run(
+    config: RunnerConfig,
+    card: Card,
+    role: Role,
+    console: Console,
+    expected_state: CardState | None = None,
+) -> None:
+    """A run's first lines (the model, the role) and, when the card is in a state it is not
+    run from (``expected_state``: the state a pipeline's next run finds by design), a note that
+    it runs again. A real model's litellm starts importing meanwhile (it takes seconds)."""
+    assert card.path is not None
+    console.print(first_line(config, card.path, role.name))
+    console.print(role_line(role))
+    if not config.scripted:
+        from loopkit.providers.litellm import start_background_import
+
+        start_background_import()  # litellm takes seconds to import; overlap it with set-up
+    tested = card.state is CardState.IN_TEST and role.front_matter.card_state == "In Test"
+    # A tester runs on a card In Test; a pipeline's next run on the state the last one left.
+    if card.state not in (CardState.NEW, expected_state) and not tested:
+        console.print(
+            f"[yellow]note:[/yellow] the card is in state {card.state.value}; running it again"
+        )
+
+
+class ScriptPosition(DelegatingChatClient):
+    """Keeps a scripted model at the right turn in a resumed run: the replayed requests never
+    reach it, so its turn is the number of the model's answers in the conversation sent."""
+
+    def __init__(self, inner: ScriptedChatClient) -> None:
+        super().__init__(inner)
+        self.script = inner
+
+    async def get_response(
+        self, messages: Sequence[ChatMessage], options: ChatOptions | None = None
+    ) -> ChatResponse:
+        self.script.position = sum(1 for m in messages if m.role == ChatRole.ASSISTANT)
+        return await self.inner.get_response(messages, options)

@@ -18,6 +18,9 @@ tester     record_step, record_finding, write_regression_script, write_test_repo
            (loopkit_ui.tester_tools, see :mod:`loopkit.demo.tester`)
 ========== ====================================================================
 
+Further groups (``id_fixer``) are built by the entries of
+:data:`loopkit.demo.card_runner.GROUP_SOURCES`.
+
 ``read_reference`` is offered to every role. Every run reads the feedback rules of its role's
 scope (and of ``all``) from ``notes/rules.md`` and puts them at the end of the instructions; a
 message that comes with a run and starts with "remember" adds a rule before the run starts.
@@ -27,40 +30,29 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Collection, Sequence
-from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
 
-from loopkit.abstractions.tools import Tool, ToolError
+from loopkit.abstractions.tools import ToolError
 from loopkit.cards.config import ConfigError, RunnerConfig
 from loopkit.cards.references import REFERENCE_FOLDER, ReferenceShelf
 from loopkit.cards.roles import Role, RoleCatalog
-from loopkit.cards.runner import ToolSource
-from loopkit.demo.id_fixer import GROUP as ID_FIXER_GROUP
-from loopkit.demo.id_fixer import id_fixer_group
-
-if TYPE_CHECKING:
-    from loopkit.middleware.run_log import RunLog
+from loopkit.demo.tool_groups import StaticTools
 
 __all__ = [
     "DEFAULT_ROLE",
-    "GROUP_SOURCES",
     "LOCAL_TOOL_GROUPS",
     "NOTES_FOLDER",
     "ROLE_ALIASES",
-    "GroupContext",
     "RoleMemory",
-    "SelectedTools",
-    "StaticTools",
     "bundled_roles_folder",
     "check_message",
     "check_roles_dir",
-    "extra_group_sources",
     "find_role",
     "local_tool_filter",
     "needs_local_tools",
@@ -130,39 +122,6 @@ def reference_shelf(config: RunnerConfig) -> ReferenceShelf:
     return ReferenceShelf([folder / REFERENCE_FOLDER for folder in _folders(config)])
 
 
-class StaticTools:
-    """Tools that need no opening, as a :class:`~loopkit.cards.ToolSource`; ``close`` is called
-    when the run leaves it."""
-
-    def __init__(self, tools: Sequence[Tool], close: Callable[[], None] | None = None) -> None:
-        self.tools = list(tools)
-        self._close = close
-
-    async def __aenter__(self) -> StaticTools:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        if self._close is not None:
-            self._close()
-
-
-class SelectedTools:
-    """The tools of ``source`` that ``keep`` accepts (by name), as a ToolSource."""
-
-    def __init__(self, source: ToolSource, keep: Callable[[str], bool]) -> None:
-        self.source = source
-        self.keep = keep
-        self.tools: list[Tool] = []
-
-    async def __aenter__(self) -> SelectedTools:
-        await self.source.__aenter__()
-        self.tools = [t for t in self.source.tools if self.keep(t.name)]
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.source.__aexit__(*exc)
-
-
 def local_tool_filter(role: Role) -> Callable[[str], bool]:
     """Whether a local tool (by name) is in one of the role's groups. A role that writes no
     folder (``writes: []``) is not offered write_file nor edit_file, nor git_commit unless its
@@ -212,33 +171,6 @@ class RoleMemory:
     def source(self, offered: bool) -> StaticTools:
         """The memory's tools (none when the role is not ``offered`` them); closes the index."""
         return StaticTools(self.tools.tools if offered else [], close=self.tools.close)
-
-
-@dataclass(frozen=True, slots=True)
-class GroupContext:
-    """What a tool group's source is built from in a run."""
-
-    config: RunnerConfig
-    role: Role
-    #: The run's repository and its run folder (logs, reports, the memory's index).
-    repo: Path
-    run_dir: Path
-    app_folder: str
-    #: The run log (a subagent's child run writes its lines there too) and the transcript the
-    #: scripted model plays (None for a real model; a subagent's own lies beside it).
-    log: RunLog | None = None
-    transcript: Path | None = None
-
-
-#: Builders of the tool sources of further groups (beyond files, build_app, git, ui, memory),
-#: by group name: a new group is a name in ``loopkit.cards.roles.TOOL_GROUPS`` and an entry
-#: here; :func:`loopkit.demo.run.card_runner` adds the source of every such group the role has.
-GROUP_SOURCES: dict[str, Callable[[GroupContext], ToolSource]] = {ID_FIXER_GROUP: id_fixer_group}
-
-
-def extra_group_sources(context: GroupContext) -> list[ToolSource]:
-    """The sources of the role's groups that :data:`GROUP_SOURCES` builds."""
-    return [build(context) for group, build in GROUP_SOURCES.items() if context.role.has(group)]
 
 
 def role_instructions(role: Role, rules: Sequence[tuple[int, str]]) -> str:

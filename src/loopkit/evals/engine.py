@@ -76,7 +76,7 @@ def _check_case_inputs(suite: EvalSuite, configs: list[EvalConfig]) -> None:
     """Every role, model and transcript of the eval exists before anything is queued."""
     from loopkit.cards.config import ConfigError
     from loopkit.cards.roles import RoleError
-    from loopkit.demo.pipeline import pipeline_transcript
+    from loopkit.demo.pipeline_rounds import pipeline_transcript
     from loopkit.demo.role_tools import find_role
     from loopkit.demo.run import check_model
     from loopkit.errors import CardError

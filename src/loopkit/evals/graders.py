@@ -358,7 +358,7 @@ def make_graders(names: list[str]) -> list[Grader]:
 
 
 def _build_command(case: CaseRun, code: Path) -> tuple[list[str], Path, dict[str, str]]:
-    from loopkit.demo.run import tools_config
+    from loopkit.demo.tool_provider import tools_config
 
     app_folder = case.config.settings.app_source.name
     _module, settings = tools_config(

@@ -1,6 +1,6 @@
-"""The ``id_fixer`` tool group of a demo run: the subagent that adds missing ids in the source
-(:class:`loopkit_tools.id_fixer.IdFixer`, file tools only), offered to the main agent as one tool,
-``fix_missing_ids``.
+"""The ``id_fixer`` tool group of a demo run: the demo's wiring of the subagent that adds missing
+ids in the source (:class:`loopkit_tools.id_fixer.IdFixer`, file tools only), offered to the main
+agent as one tool, ``fix_missing_ids``.
 
 Its model: with a real model, the same model as the main agent (a new client of the same model
 string, with the same retries); with the scripted model, a transcript of its own, the child run's:
@@ -16,11 +16,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from loopkit.demo.tool_groups import GroupContext
+from loopkit.demo.tool_provider import tools_config
+
 if TYPE_CHECKING:
     from loopkit.abstractions.chat import ChatClient
     from loopkit.builder import ChatClientBuilder
     from loopkit.cards import RunnerConfig, ToolSource
-    from loopkit.demo.role_tools import GroupContext
     from loopkit.middleware.run_log import RunLog
 
 __all__ = ["GROUP", "child_transcript", "id_fixer_group", "id_fixer_model", "id_fixer_source"]
@@ -85,12 +87,10 @@ def id_fixer_source(
 
 
 def id_fixer_group(context: GroupContext) -> ToolSource:
-    """The ``id_fixer`` group of a run (``loopkit.demo.role_tools.GROUP_SOURCES``): the id
+    """The ``id_fixer`` group of a run (``loopkit.demo.card_runner.GROUP_SOURCES``): the id
     fixer over the run's own tools settings (its workspace guard), writing only in the role's
     ``writes`` (not in the notes: the main agent writes those). A role that writes no folder
     gets the tool, and each call says it cannot change anything."""
-    from loopkit.demo.run import tools_config
-
     _, settings = tools_config(
         context.config,
         root=context.repo,

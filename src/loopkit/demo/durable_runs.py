@@ -1,127 +1,59 @@
-"""Durable demo runs: the card-run workflow, ``--durable`` and ``--resume``.
+"""The demo's durable runs: ``--durable`` (:func:`run_durable_card`), ``--resume``
+(:func:`resume_demo_runs`), and what became of the runs of a killed process
+(:func:`after_a_killed_run`).
 
-:func:`card_run_workflow` is the registered workflow (``loopkit.card_run``): from a
-:class:`~loopkit.cards.durable.CardRunRequest` it prepares the run once (card In Work, scratch
-repository: a checkpoint), opens the tool sources (again in every process that runs it: a new UI
-server, new process tools), and runs the card with a
-:class:`~loopkit.cards.durable.DurableCardRunner` whose model requests and tool calls are
-checkpoints. A queue or another process starts it the same way: ``card_run_workflow(
-request.model_dump(mode="json"))`` (see docs/durable.md).
-
-:func:`run_durable_demo` runs a card durably in this process; :func:`resume_demo_runs` lists the
-interrupted runs or takes them over.
+Each run is the workflow :func:`loopkit.demo.card_run_workflow.card_run_workflow`, run in this
+process; its checkpoints are in the demo's database (:func:`database_for`), so an interrupted run
+goes on where it stopped.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from loopkit.abstractions.chat import ChatOptions, ChatResponse
-from loopkit.abstractions.content import ChatMessage, ChatRole
-from loopkit.cards import Card, CardState, RunnerConfig, RunResult
+from loopkit.cards import Card, RunnerConfig
 from loopkit.cards.durable import (
-    CARD_RUN_WORKFLOW,
-    PREPARE_STEP,
     CardRunRecord,
     CardRunRequest,
     CardRunResult,
     PipelineSpec,
-    PreparedRun,
-    finish_card_run,
     get_card_run,
-    is_cancel,
     list_card_runs,
 )
 from loopkit.cards.roles import Role
-from loopkit.cards.runner import CardRunOutcome
-from loopkit.demo.pipeline import defects_go_back
-from loopkit.demo.progress import LiveProgress, summary_table
-from loopkit.demo.role_tools import find_role, take_message
-from loopkit.demo.run import (
-    card_runner,
-    check_model,
-    first_line,
-    local_tools,
-    make_model,
-    remembered_ui,
-    role_memory,
-    transcript_for,
-    ui_server_for,
-)
-from loopkit.demo.tester import end_test_run, tester_tools
-from loopkit.demo.workspace import ScratchRepo, create_scratch_repo, open_scratch_repo
-from loopkit.durable.run import (
-    DEFAULT_NOTICE,
-    DurableRun,
-    active_runs,
-    current_durable_run,
-    durable_step,
-    durable_workflow,
-)
-from loopkit.durable.run_log import DurableRunLog
+from loopkit.command_line import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED
+from loopkit.command_line import EXIT_OK as EXIT_DONE
+from loopkit.demo.card_run_workflow import WATCHED, card_run_workflow
+from loopkit.demo.model import announce_run, check_model, first_line
+from loopkit.demo.progress import summary_table
+from loopkit.demo.role_tools import DEFAULT_ROLE, find_role
+from loopkit.durable.run import active_runs
 from loopkit.durable.runtime import (
     DEFAULT_DATABASE_FILE,
     DurableRuntime,
     database_url,
     process_executor_id,
 )
-from loopkit.errors import CardError
-from loopkit.middleware.delegating import DelegatingChatClient
-from loopkit.middleware.run_log import RunLog
-from loopkit.providers.scripted import ScriptedChatClient
-
-if TYPE_CHECKING:
-    from loopkit.cards.early_source import EarlyToolSource
 
 __all__ = [
-    "CARD_RUN_NOTICE",
-    "ScriptPosition",
-    "card_run_workflow",
+    "after_a_killed_run",
+    "card_run_record",
     "database_for",
     "resume_demo_runs",
+    "run_durable_card",
     "run_durable_demo",
+    "runs_table",
     "runtime_for",
 ]
-
-from loopkit.command_line import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED
-from loopkit.command_line import EXIT_OK as EXIT_DONE
-
-#: What the model reads at the first request after a resume: the library's notice, and what
-#: it means in this demo.
-CARD_RUN_NOTICE = (
-    DEFAULT_NOTICE + " Here that means the app: if you had started it (start_app), it is no "
-    "longer running; call start_app again before any ui_ tool."
-)
-
-#: Run ids whose progress this process shows, and on which console (a run resumed here runs in
-#: a task DBOS starts, so it cannot be handed the console directly).
-_WATCHED: dict[str, Console] = {}
-
-
-class ScriptPosition(DelegatingChatClient):
-    """Keeps a scripted model at the right turn in a resumed run: the replayed requests never
-    reach it, so its turn is the number of the model's answers in the conversation sent."""
-
-    def __init__(self, inner: ScriptedChatClient) -> None:
-        super().__init__(inner)
-        self.script = inner
-
-    async def get_response(
-        self, messages: Sequence[ChatMessage], options: ChatOptions | None = None
-    ) -> ChatResponse:
-        self.script.position = sum(1 for m in messages if m.role == ChatRole.ASSISTANT)
-        return await self.inner.get_response(messages, options)
 
 
 def database_for(config: RunnerConfig) -> str:
@@ -135,219 +67,6 @@ def runtime_for(config: RunnerConfig) -> DurableRuntime:
     return DurableRuntime(
         database_for(config), executor_id=process_executor_id("demo"), log_level="ERROR"
     )
-
-
-def _prepare(config: RunnerConfig, card_path: Path, request: CardRunRequest) -> dict[str, Any]:
-    """The card In Work and a scratch repository (or the earlier run's: ``request.repo``), and
-    a "remember" message made a feedback rule (the run's preparation checkpoint: once)."""
-    role = find_role(config, request.role)
-    card = Card.load(card_path, max_bytes=config.max_card_bytes)
-    card = card.save_state(CardState(role.front_matter.card_state))
-    if request.repo is not None:
-        name = f"{card_path.stem}-{role.name}"
-        scratch = open_scratch_repo(
-            Path(request.repo), config.runs_dir, name, config.app_source.name
-        )
-    else:
-        scratch = create_scratch_repo(config.app_source, config.runs_dir, card_path.stem)
-    log_path = config.log or scratch.run_dir / "run.jsonl"
-    memory = role_memory(config, scratch)
-    try:
-        message = take_message(memory, role, request.message, Console(quiet=True))
-    finally:
-        if memory is not None:
-            memory.close()
-    return PreparedRun(
-        message=message,
-        card_text=card.text,
-        title=card.title,
-        run_dir=str(scratch.run_dir),
-        repo=str(scratch.repo),
-        app_folder=scratch.app_folder,
-        log_path=str(Path(log_path).resolve()),
-        base=scratch.head(),
-    ).model_dump()
-
-
-def _last_line_type(path: Path) -> str | None:
-    """The type of the log's last line (None: no log yet, or a line cut by a kill)."""
-    try:
-        with path.open("rb") as f:
-            f.seek(0, 2)
-            f.seek(max(0, f.tell() - 65536))
-            lines = f.read().splitlines()
-        kind = json.loads(lines[-1]).get("type") if lines else None
-    except (OSError, ValueError, AttributeError):
-        return None
-    return kind if isinstance(kind, str) else None
-
-
-@contextlib.contextmanager
-def _shown(run_id: str, log: RunLog, config: RunnerConfig) -> Iterator[None]:
-    console = _WATCHED.get(run_id)
-    if console is None:
-        yield
-        return
-    progress = LiveProgress(console, config.max_rounds)
-    log.subscribe(progress.on_event)
-    with progress:
-        yield
-
-
-def _early_ui(config: RunnerConfig, role: Role, scratch: ScratchRepo) -> EarlyToolSource | None:
-    """The run's UI server, starting now; its remembered tool list lets the first request go
-    without waiting for it (as in :func:`~loopkit.demo.run.run_demo`)."""
-    if not role.has("ui"):
-        return None
-    from loopkit.cards.early_source import EarlyToolSource
-    from loopkit.cards.runner import MCPToolSource
-
-    ui = EarlyToolSource(
-        MCPToolSource(ui_server_for(config, scratch.run_dir)), remembered_ui(config)
-    )
-    ui.start()
-    return ui
-
-
-async def _close_unentered(ui: EarlyToolSource | None) -> None:
-    if ui is not None:
-        await ui.aclose()  # when the run never entered it (it closes what it entered)
-
-
-@durable_workflow(CARD_RUN_WORKFLOW, notice=CARD_RUN_NOTICE)
-async def card_run_workflow(request: dict[str, Any]) -> dict[str, Any]:
-    """One card run as a durable workflow: ``request`` is a
-    :class:`~loopkit.cards.durable.CardRunRequest` as JSON data; returns a
-    :class:`~loopkit.cards.durable.CardRunResult` as JSON data."""
-    req = CardRunRequest.model_validate(request)
-    config = req.runner_config()
-    card_path = Path(req.card)
-    durable = current_durable_run()
-    assert durable is not None  # durable_workflow runs the body in one
-    prepared = PreparedRun.model_validate(
-        await durable_step(PREPARE_STEP, lambda: _prepare(config, card_path, req))
-    )
-    card = Card.parse(prepared.card_text, card_path)
-    scratch = ScratchRepo(Path(prepared.run_dir), Path(prepared.repo), prepared.app_folder)
-    log_path = Path(prepared.log_path)
-    # A process stopped by a signal wrote `interrupted` itself; only a killed one could not.
-    durable.interrupted_logged = _last_line_type(log_path) == "interrupted"
-    verification: str | None = None
-    tester: Any = None
-    role = find_role(config, req.role)
-    ui = _early_ui(config, role, scratch)  # starts while the rest is made (see run_demo)
-    with DurableRunLog(log_path) as log:
-        durable.on_event = lambda kind, data: log.write(kind, **data)
-        try:
-            played = transcript_for(config, card_path, role.name) if config.scripted else None
-            tools = local_tools(config, scratch, role)
-            if role.has("tester"):
-                # Made here, not by card_runner: the findings row gets the run's real verdict.
-                tester = tester_tools(
-                    config, scratch, tools, card.title, run_log=log_path, criteria=card.criteria
-                )
-            tested_next = req.pipeline is not None and req.role == req.pipeline.develop
-            runner = card_runner(
-                config, make_model(config, card_path, role.name), tools, scratch, log,
-                role=role, memory=role_memory(config, scratch), message=prepared.message,
-                durable=True, transcript=played, card=card, tester=tester, parent=req.parent,
-                done_state=CardState.IN_TEST if tested_next else CardState.DONE,
-                # A tester whose defects go back to the developer leaves the card In Work.
-                failed_state=CardState.IN_WORK if defects_go_back(req) else CardState.FAILED,
-                ui=ui,
-            )  # fmt: skip
-        except Exception as e:  # the settings do not work in this process (a key, a module)
-            await _close_unentered(ui)
-            result = RunResult(status="failed", reason=f"{type(e).__name__}: {e}")
-            ended = await finish_card_run(card, result, log)
-            totals, card_state = ended["totals"], ended["card_state"]
-            end_test_run(tester, CardRunOutcome(result=result, card=None))
-        else:
-            try:
-                with _shown(durable.workflow_id, log, config):
-                    outcome = await runner.run(card)
-            except BaseException as e:
-                _test_run_stopped(tester, e, durable)
-                raise
-            finally:
-                await _close_unentered(ui)
-            end_test_run(tester, outcome)  # the findings row: the real verdict, also resumed
-            result, totals = outcome.result, outcome.totals
-            card_state = outcome.card.state.value if outcome.card else CardState.FAILED.value
-            if outcome.verification is not None:
-                verification = outcome.verification.summary()
-    commits = scratch.commits_since(prepared.base)
-    next_run = None
-    if req.pipeline is not None:
-        # Not a step (DBOS starts no workflow inside one): the enqueue is the workflow's own
-        # call, recorded by DBOS, with an id derived from this run's: queued once, also when
-        # this run is resumed.
-        next_run = await _queue_next(req, result, scratch, durable.workflow_id)
-        if next_run is None and card_state in (CardState.IN_WORK.value, CardState.IN_TEST.value):
-            # The pipeline cannot go on (its next run cannot be set up here): it ends, Failed.
-            card_state = _fail_card(card_path, card_state)
-    return CardRunResult(
-        status=result.status,
-        reason=result.reason,
-        card_state=card_state,
-        totals=totals,
-        commit=commits[0].describe() if commits else None,
-        log_path=str(log_path),
-        repo=str(scratch.repo),
-        success_word=result.success_word,
-        next_run=next_run,
-        verification=verification,
-    ).model_dump(mode="json")
-
-
-def _test_run_stopped(tester: Any, error: BaseException, durable: DurableRun) -> None:
-    """A durable test run ended by ``error`` before its end: cancelled, its findings row says
-    so; stopped (it is resumed later), the row stays ``running`` and says why."""
-    if tester is None:
-        return
-    if is_cancel(error, durable):
-        end_test_run(tester, None, cancelled=True)
-    elif isinstance(error, asyncio.CancelledError):
-        stopped = getattr(tester, "interrupted", None)
-        if stopped is not None:
-            stopped("interrupted: the durable run stopped before its end; it goes on when resumed")
-
-
-def _fail_card(card_path: Path, state: str) -> str:
-    try:
-        return Card.load(card_path).save_state(CardState.FAILED).state.value
-    except (CardError, OSError):
-        return state
-
-
-async def _queue_next(
-    request: CardRunRequest, result: RunResult, scratch: ScratchRepo, run_id: str
-) -> str | None:
-    """The pipeline's next run queued (its id), or None when the pipeline ends here: the card
-    stays as the run left it (Done after a tester that passed, Failed otherwise). A worker
-    queues it on the card queue (any worker takes it); a demo process on its own queue, so
-    that it runs the whole pipeline itself."""
-    from loopkit.cards.queue import CARD_QUEUE, enqueue_card_run
-    from loopkit.demo.pipeline import next_request, next_run_id
-
-    follow = next_request(request, result, scratch.repo, scratch.run_dir, run_id)
-    if follow is None:
-        return None
-    runtime = DurableRuntime._running  # the worker's, or the demo's
-    if runtime is None:
-        return None
-    queue = CARD_QUEUE
-    if runtime.listen is not None and CARD_QUEUE not in runtime.listen:
-        queue = await runtime.own_queue()
-    next_id = next_run_id(run_id, follow)
-    console = _WATCHED.get(run_id)
-    if console is not None:
-        _WATCHED[next_id] = console  # the demo shows the next run's progress too
-    queued = await enqueue_card_run(runtime, follow, run_id=next_id, queue=queue)
-    return queued.run_id
-
-
-# -- the demo's commands -----------------------------------------------------------------------
 
 
 def _summary(console: Console, result: CardRunResult) -> int:
@@ -368,6 +87,23 @@ def _summary(console: Console, result: CardRunResult) -> int:
 
 def _resume_hint(run_id: str) -> str:
     return f"python -m loopkit.demo --resume {run_id}"
+
+
+async def run_durable_card(
+    config: RunnerConfig,
+    card: Card,
+    console: Console,
+    *,
+    role: Role | None = None,
+    repo: Path | None = None,
+    message: str | None = None,
+) -> int:
+    """``--durable``: the run's first lines, then :func:`run_durable_demo` (``card`` in
+    ``role``, default develop, checked as for :func:`loopkit.demo.run.run_demo`); returns the
+    exit status."""
+    role = role or find_role(config, DEFAULT_ROLE)
+    announce_run(config, card, role, console)
+    return await run_durable_demo(config, card, console, role=role, repo=repo, message=message)
 
 
 async def run_durable_demo(
@@ -404,7 +140,7 @@ async def run_durable_demo(
         f"is interrupted, resume it with: {_resume_hint(run_id)}"
     )
     async with runtime, _honouring_cancels(runtime):
-        _WATCHED[run_id] = console
+        WATCHED[run_id] = console
         try:
             with SetWorkflowID(run_id):
                 output = await card_run_workflow(request.model_dump(mode="json"))
@@ -422,7 +158,7 @@ async def run_durable_demo(
                 raise
             return await _cancelled(runtime, run_id, console)
         finally:
-            _WATCHED.pop(run_id, None)
+            WATCHED.pop(run_id, None)
         return await _follow(runtime, request, CardRunResult.model_validate(output), console)
 
 
@@ -481,7 +217,7 @@ async def _follow(
         request = CardRunRequest.model_validate(record.inputs["args"][0])
         round_no = request.pipeline.round if request.pipeline is not None else 1
         console.rule(f"{request.role} · round {round_no} · run {run_id} · in {request.repo}")
-        _WATCHED[run_id] = console
+        WATCHED[run_id] = console
         try:
             finished = await runtime.wait(run_id)
         except asyncio.CancelledError:
@@ -491,7 +227,7 @@ async def _follow(
             )
             return EXIT_INTERRUPTED
         finally:
-            _WATCHED.pop(run_id, None)
+            WATCHED.pop(run_id, None)
         if finished is None or not isinstance(finished.output, dict):
             if finished is not None and finished.state == "cancelled":
                 return await _cancelled(runtime, run_id, console)
@@ -614,7 +350,7 @@ async def _resume_one(runtime: DurableRuntime, record: CardRunRecord, console: C
         f"[bold]Resuming[/bold] run {record.run_id}: {escape(record.title or request.card)} "
         f"({record.rounds} model requests recorded; none of them is made again)"
     )
-    _WATCHED[record.run_id] = console
+    WATCHED[record.run_id] = console
     try:
         try:
             await runtime.resume(record.run_id)
@@ -632,7 +368,7 @@ async def _resume_one(runtime: DurableRuntime, record: CardRunRecord, console: C
         # A pipeline's run: the runs it queues next run here too (this process's own queue).
         return await _follow(runtime, request, CardRunResult.model_validate(ended.output), console)
     finally:
-        _WATCHED.pop(record.run_id, None)
+        WATCHED.pop(record.run_id, None)
 
 
 async def after_a_killed_run(
