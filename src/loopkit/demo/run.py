@@ -123,12 +123,17 @@ async def run_demo(
     repo: Path | None = None,
     message: str | None = None,
 ) -> int:
-    """Run ``card`` in ``role`` in this process (checked by :func:`check_settings` and
-    :func:`read_card` before; a durable run is
-    :func:`loopkit.demo.durable_runs.run_durable_card`): first line, live line, summary;
-    returns the exit status. ``repo``: continue in the
-    repository of an earlier run instead of a new copy of the app; ``message``: comes with the
-    card (one that starts with "remember" adds a feedback rule of the role's scope)."""
+    """Run ``card`` in ``role`` (checked by :func:`check_settings` and :func:`read_card`
+    before): first line, live line, summary; returns the exit status. With ``durable`` set in
+    ``config`` it runs as :func:`loopkit.demo.durable_runs.run_durable_card` does (checkpoints,
+    resumable). ``repo``: continue in the repository of an earlier run instead of a new copy of
+    the app; ``message``: comes with the card (one that starts with "remember" adds a feedback
+    rule of the role's scope)."""
+    if config.durable:
+        # Imported here: DBOS and the durable records load only for a durable run.
+        from loopkit.demo.durable_runs import run_durable_card
+
+        return await run_durable_card(config, card, console, role=role, repo=repo, message=message)
     ran = await run_card(config, card, console, role=role, repo=repo, message=message)
     return ran.status
 
