@@ -130,7 +130,9 @@ MUTATION_TARGETS: dict[str, tuple[list[str], list[str]]] = {
     ),
     "durable": (
         [
+            "src/loopkit/durable/dbos_import.py",
             "src/loopkit/durable/errors.py",
+            "src/loopkit/durable/executors.py",
             "src/loopkit/durable/records.py",
             "src/loopkit/durable/run.py",
             "src/loopkit/durable/run_log.py",
