@@ -108,7 +108,13 @@ MUTATION_TARGETS: dict[str, tuple[list[str], list[str]]] = {
         ["tests/core/test_result_contract.py", "tests/core/test_cards_and_result.py"],
     ),
     "runlog": (
-        ["src/loopkit/middleware/run_log.py", "src/loopkit/redaction.py"],
+        [
+            "src/loopkit/middleware/run_log.py",
+            "src/loopkit/redaction.py",
+            "src/loopkit/redaction_environment.py",
+            "src/loopkit/redaction_json.py",
+            "src/loopkit/redaction_shapes.py",
+        ],
         [
             "tests/core/test_run_log.py",
             "tests/core/test_run_log_lines.py",
