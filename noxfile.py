@@ -152,7 +152,7 @@ MUTATION_TARGETS: dict[str, tuple[list[str], list[str]]] = {
         ],
     ),
     "compaction": (
-        ["src/loopkit/middleware/compaction.py"],
+        ["src/loopkit/middleware/compaction.py", "src/loopkit/middleware/compaction_summary.py"],
         [
             "tests/core/test_compaction.py",
             "tests/core/test_pinned_compaction.py",
