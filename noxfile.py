@@ -108,7 +108,13 @@ MUTATION_TARGETS: dict[str, tuple[list[str], list[str]]] = {
         ["tests/core/test_result_contract.py", "tests/core/test_cards_and_result.py"],
     ),
     "runlog": (
-        ["src/loopkit/middleware/run_log.py", "src/loopkit/redaction.py"],
+        [
+            "src/loopkit/middleware/run_log.py",
+            "src/loopkit/redaction.py",
+            "src/loopkit/redaction_environment.py",
+            "src/loopkit/redaction_json.py",
+            "src/loopkit/redaction_shapes.py",
+        ],
         [
             "tests/core/test_run_log.py",
             "tests/core/test_run_log_lines.py",
@@ -130,7 +136,9 @@ MUTATION_TARGETS: dict[str, tuple[list[str], list[str]]] = {
     ),
     "durable": (
         [
+            "src/loopkit/durable/dbos_import.py",
             "src/loopkit/durable/errors.py",
+            "src/loopkit/durable/executors.py",
             "src/loopkit/durable/records.py",
             "src/loopkit/durable/run.py",
             "src/loopkit/durable/run_log.py",
@@ -144,7 +152,7 @@ MUTATION_TARGETS: dict[str, tuple[list[str], list[str]]] = {
         ],
     ),
     "compaction": (
-        ["src/loopkit/middleware/compaction.py"],
+        ["src/loopkit/middleware/compaction.py", "src/loopkit/middleware/compaction_summary.py"],
         [
             "tests/core/test_compaction.py",
             "tests/core/test_pinned_compaction.py",

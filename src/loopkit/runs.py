@@ -174,7 +174,8 @@ async def run(config: RunnerConfig, args: argparse.Namespace) -> int:
     """Carry out one command against the database ``config`` names."""
     from loopkit.demo.durable_runs import database_for
     from loopkit.durable.errors import DatabaseUnavailableError, DurableError
-    from loopkit.durable.runtime import DurableRuntime, process_executor_id
+    from loopkit.durable.executors import process_executor_id
+    from loopkit.durable.runtime import DurableRuntime
 
     runtime = DurableRuntime(
         database_for(config),

@@ -91,9 +91,10 @@ async def serve(config: RunnerConfig, name: str, *, max_runs: int | None = None)
     from loopkit.cards.queue import CARD_QUEUE
     from loopkit.demo.durable_runs import database_for
     from loopkit.durable.errors import DatabaseUnavailableError
+    from loopkit.durable.executors import process_executor_id
     from loopkit.durable.outage import Outage
     from loopkit.durable.run import active_runs
-    from loopkit.durable.runtime import DurableRuntime, process_executor_id
+    from loopkit.durable.runtime import DurableRuntime
 
     runtime = DurableRuntime(
         database_for(config),

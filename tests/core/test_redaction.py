@@ -111,8 +111,8 @@ def test_ordinary_text_is_left_alone(text: str) -> None:
 
 def test_source_code_is_left_alone() -> None:
     """The project's own Python sources hold no secret: redaction must not change one byte."""
-    files = [  # (redaction.py describes the shapes it redacts)
-        *sorted(f for f in (ROOT / "src").rglob("*.py") if f.name != "redaction.py"),
+    files = [  # (redaction.py and its parts describe the shapes they redact)
+        *sorted(f for f in (ROOT / "src").rglob("*.py") if not f.name.startswith("redaction")),
         *sorted((ROOT / "examples" / "invoice_app").rglob("*.py")),
     ]
     assert len(files) > 50
@@ -326,19 +326,19 @@ def test_secret_values_lists_given_and_environment_values_longest_first(
 
 def test_an_unchanged_environment_is_not_scanned_again(monkeypatch: pytest.MonkeyPatch) -> None:
     """The run log redacts every line: os.environ is rescanned only when it changed."""
-    from loopkit import redaction
+    from loopkit import redaction_environment
 
     monkeypatch.setenv("ROTATING_TOKEN", "rotating-token-one")
     redactor = Redactor()
     assert redactor.redact("rotating-token-one") == REDACTED
     names: list[str] = []
-    real = redaction.is_secret_name
+    real = redaction_environment.is_secret_name
 
     def counted(name: str) -> bool:
         names.append(name)
         return real(name)
 
-    monkeypatch.setattr(redaction, "is_secret_name", counted)
+    monkeypatch.setattr(redaction_environment, "is_secret_name", counted)
     assert redactor.redact("rotating-token-one") == REDACTED
     assert names == []
     # a name no other test used: which names look secret is remembered across redactors
@@ -379,7 +379,7 @@ def test_the_kept_json_encoder_is_jsons_own_where_the_accelerator_is_missing_or_
     call (with a markers dict) still reaches the real accelerator."""
     import json.encoder
 
-    from loopkit import redaction
+    from loopkit import redaction_json
 
     real = getattr(json.encoder, "c_make_encoder", None)  # not in the typeshed stubs
     assert real is not None
@@ -396,7 +396,7 @@ def test_the_kept_json_encoder_is_jsons_own_where_the_accelerator_is_missing_or_
 
     value = {"a": [1, 2.5, "é"], "b": None}
     expected = '{"a":[1,2.5,"é"],"b":null}'
-    assert redaction._json_encoder()(value) == expected
+    assert redaction_json.json_encoder()(value) == expected
     for accelerator in (None, other_signature, writes_otherwise):
         monkeypatch.setattr(json.encoder, "c_make_encoder", accelerator)
-        assert redaction._json_encoder()(value) == expected, accelerator
+        assert redaction_json.json_encoder()(value) == expected, accelerator

@@ -37,7 +37,9 @@ from loopkit.agents.arguments import (
     run_arguments,
     unique_tools,
 )
+from loopkit.agents.as_tool import AgentTool
 from loopkit.agents.events import AgentEvent, EventMaker, FinalResult
+from loopkit.agents.model_chain import model_chain
 from loopkit.agents.output import OutputSpec
 from loopkit.agents.result import AgentRunResult
 from loopkit.agents.stream import AgentStream
@@ -50,11 +52,9 @@ from loopkit.middleware.function_invocation import (
     FunctionInvokingChatClient,
     StreamedMessages,
 )
-from loopkit.middleware.token_budget import TokenBudgetChatClient
 from loopkit.run_context import RunContext, closing, current_run, run_scope, stream_in_run
 
 if TYPE_CHECKING:
-    from loopkit.agents.as_tool import AgentTool
     from loopkit.sessions.protocol import Session
 
 __all__ = ["Agent", "AgentSettings", "Prompt"]
@@ -201,7 +201,7 @@ class Agent(Generic[OutputT]):
         )
         #: The built pipeline: the loop over the middleware over the budget over the model.
         self.pipeline: FunctionInvokingChatClient = FunctionInvokingChatClient(
-            _compose(model, middleware, max_tokens), invocation
+            model_chain(model, middleware, max_tokens), invocation
         )
         self.limits: dict[str, Any] = {
             "max_rounds": max_rounds,
@@ -254,7 +254,7 @@ class Agent(Generic[OutputT]):
         """
         check_settings("Agent.run()", unknown, _RUN_ARGUMENTS)
         session, history = run_arguments(session, history, tools, metadata)
-        run = self._new_run(metadata)
+        run = self.new_run(metadata)
         with run_scope(run):
             return await self._run_in(run, prompt, session, history, tools)
 
@@ -303,7 +303,7 @@ class Agent(Generic[OutputT]):
         checked, earlier = run_arguments(session, history, tools, metadata)
 
         def start() -> AsyncIterator[AgentEvent[OutputT]]:
-            run = self._new_run(metadata)
+            run = self.new_run(metadata)
             events = self._stream_in(run, prompt, checked, earlier, tools)
             return stream_in_run(run, events)
 
@@ -321,8 +321,6 @@ class Agent(Generic[OutputT]):
         each call is a child run (its own budget and limits) on the ``task`` the caller writes,
         and returns the final text (or the output as JSON). See
         :class:`~loopkit.agents.as_tool.AgentTool`."""
-        from loopkit.agents.as_tool import AgentTool
-
         return AgentTool(
             self,
             name=name,
@@ -332,13 +330,21 @@ class Agent(Generic[OutputT]):
         )
 
     # -- one run -------------------------------------------------------------------------------
-    def _new_run(self, metadata: dict[str, Any] | None) -> RunContext:
-        """A run of this agent: a child of the current run when called inside one."""
+    def new_run(self, metadata: dict[str, Any] | None = None) -> RunContext:
+        """A run of this agent, not started yet (its id is known: a caller can announce it);
+        a child of the current run when called inside one. :meth:`answer_in` runs it."""
         values = {"limits": self.limits, **(metadata or {})}
         parent = current_run()
         if parent is None:
             return RunContext(name=self.name, metadata=values)
         return parent.child(self.name, **values)
+
+    async def answer_in(self, run: RunContext, task: str) -> str:
+        """Run on ``task`` in ``run`` (from :meth:`new_run`) and return the answer as a calling
+        model reads it: the final text, or the output as JSON (what an agent as a tool does)."""
+        with run_scope(run):
+            result = await self._run_in(run, task, None, None, ())
+        return self._output.serialise(result.output)
 
     def _end(self, run: RunContext, error: BaseException | None) -> None:
         run.emit(
@@ -566,29 +572,6 @@ class _Store:
         else:
             batch = step
         await self.session.add_messages(batch)
-
-
-def _compose(
-    model: ChatClient | ChatClientBuilder, middleware: Sequence[Middleware], max_tokens: int | None
-) -> ChatClient:
-    """The chain below the agent's loop: middleware, then the budget, then the model."""
-    chain = model.build() if isinstance(model, ChatClientBuilder) else model
-    if max_tokens is not None:
-        chain = TokenBudgetChatClient(chain, max_tokens)
-    if middleware:
-        builder = ChatClientBuilder(chain)
-        for m in middleware:
-            builder.use(m)
-        chain = builder.build()
-    client: object = chain
-    while client is not None:
-        if isinstance(client, FunctionInvokingChatClient):
-            raise ValueError(
-                "the model or middleware given to Agent already contains a function-invocation "
-                "loop; the agent adds its own: set its limits on the Agent (max_rounds=, ...)"
-            )
-        client = getattr(client, "inner", None)
-    return chain
 
 
 def _name_session(run: RunContext, session: Session | None) -> None:

@@ -2,16 +2,25 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from loopkit.abstractions.tools import ToolError
 from loopkit.errors import LoopkitError, describe_error
-from loopkit.run_context import current_run, run_scope
+from loopkit.run_context import RunContext, current_run
 
-if TYPE_CHECKING:
-    from loopkit.agents.agent import Agent
+__all__ = ["AgentTool", "Subagent"]
 
-__all__ = ["AgentTool"]
+
+class Subagent(Protocol):
+    """What an :class:`AgentTool` needs of the agent it runs (an
+    :class:`~loopkit.agents.Agent` has it): a name, a new run, and an answer in that run."""
+
+    @property
+    def name(self) -> str: ...
+
+    def new_run(self, metadata: dict[str, Any] | None = None) -> RunContext: ...
+
+    async def answer_in(self, run: RunContext, task: str) -> str: ...
 
 
 class AgentTool:
@@ -29,7 +38,7 @@ class AgentTool:
 
     def __init__(
         self,
-        agent: Agent[Any],
+        agent: Subagent,
         *,
         name: str | None = None,
         description: str | None = None,
@@ -85,17 +94,15 @@ class AgentTool:
                 f"{parent.child_runs} child runs, the maximum is {self.max_child_runs}. "
                 "Do the task yourself or finish with what you have."
             )
-        child = self.agent._new_run({"tool": self.name})
+        child = self.agent.new_run({"tool": self.name})
         if parent is not None:
             parent.emit(
                 "child_run", child_run_id=child.run_id, name=self.agent.name, tool=self.name
             )
-        with run_scope(child):
-            try:
-                result = await self.agent._run_in(child, task, None, None, ())
-            except LoopkitError as e:
-                raise ToolError(f"{self.name} failed: {describe_error(e)}") from e
-        return self.agent._output.serialise(result.output)
+        try:
+            return await self.agent.answer_in(child, task)
+        except LoopkitError as e:
+            raise ToolError(f"{self.name} failed: {describe_error(e)}") from e
 
     def __repr__(self) -> str:
         return f"AgentTool({self.name!r}, agent={self.agent.name!r})"

@@ -60,8 +60,8 @@ _EXPORTS: dict[str, str] = {
     "DurableRunLog": "loopkit.durable.run_log",
     "DurableRuntime": "loopkit.durable.runtime",
     "database_url": "loopkit.durable.runtime",
-    "executor_alive": "loopkit.durable.runtime",
-    "process_executor_id": "loopkit.durable.runtime",
+    "executor_alive": "loopkit.durable.executors",
+    "process_executor_id": "loopkit.durable.executors",
     "RunRecord": "loopkit.durable.records",
     "StepRecord": "loopkit.durable.records",
 }
@@ -69,6 +69,7 @@ _EXPORTS: dict[str, str] = {
 if TYPE_CHECKING:
     from loopkit.durable.database import is_database_unavailable
     from loopkit.durable.errors import DatabaseUnavailableError, DurableError, DurableReplayError
+    from loopkit.durable.executors import executor_alive, process_executor_id
     from loopkit.durable.outage import Outage
     from loopkit.durable.records import RunRecord, StepRecord
     from loopkit.durable.run import (
@@ -80,12 +81,7 @@ if TYPE_CHECKING:
         durable_workflow,
     )
     from loopkit.durable.run_log import DurableRunLog
-    from loopkit.durable.runtime import (
-        DurableRuntime,
-        database_url,
-        executor_alive,
-        process_executor_id,
-    )
+    from loopkit.durable.runtime import DurableRuntime, database_url
     from loopkit.durable.steps import DurableChatClient, DurableTool, durable_tools
 else:
     # Hidden from type checkers: a module ``__getattr__`` would make any misspelt name "Any".

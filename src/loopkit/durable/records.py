@@ -3,7 +3,7 @@
 Plain data read from DBOS's tables (``list_workflows``, ``list_workflow_steps``), with the one
 judgement DBOS cannot make itself: whether a run it calls pending is still running or was
 interrupted (its process is gone), from the executor id (see
-:func:`~loopkit.durable.runtime.executor_alive`).
+:func:`~loopkit.durable.executors.executor_alive`).
 """
 
 from __future__ import annotations
@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
+
+from loopkit.durable.executors import executor_alive
 
 __all__ = ["RunRecord", "RunState", "StepRecord", "run_record", "step_record"]
 
@@ -64,8 +66,6 @@ class RunRecord:
         if status in ("ENQUEUED", "DELAYED"):
             # Put on a resuming process's own queue, which died before taking it.
             if self.queue and self.queue.startswith(_PRIVATE_QUEUE):
-                from loopkit.durable.runtime import executor_alive
-
                 owner = self.queue.removeprefix(_PRIVATE_QUEUE)
                 if executor_alive(owner) is False:
                     return "interrupted"
@@ -92,8 +92,6 @@ class StepRecord:
 
 def run_record(status: Any) -> RunRecord:
     """A :class:`RunRecord` from a DBOS ``WorkflowStatus``."""
-    from loopkit.durable.runtime import executor_alive
-
     inputs = status.input or {}
     return RunRecord(
         run_id=status.workflow_id,

@@ -25,6 +25,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, ParamSpec, TypeVar
 
+from loopkit.durable.dbos_import import require_dbos
 from loopkit.durable.errors import DurableError
 from loopkit.run_context import RunContext, current_run
 
@@ -38,6 +39,7 @@ __all__ = [
     "durable_run",
     "durable_step",
     "durable_workflow",
+    "on_run_start",
 ]
 
 P = ParamSpec("P")
@@ -57,6 +59,9 @@ DEFAULT_NOTICE = (
 
 _CURRENT: ContextVar[DurableRun | None] = ContextVar("loopkit_durable_run", default=None)
 _ACTIVE: dict[str, DurableRun] = {}
+#: Told the workflow id of each run that starts in this process: the started runtime's
+#: ``run_started`` (a ``--max-runs`` worker stops taking work as its last run starts).
+_ON_START: list[Callable[[str], None]] = []
 
 
 @dataclass(eq=False)
@@ -167,6 +172,13 @@ def active_runs() -> dict[str, DurableRun]:
     return dict(_ACTIVE)
 
 
+def on_run_start(listener: Callable[[str], None] | None) -> None:
+    """Set who is told the workflow id of each durable run that starts in this process (the
+    started :class:`~loopkit.durable.runtime.DurableRuntime`, one per process as DBOS allows);
+    None: nobody."""
+    _ON_START[:] = [] if listener is None else [listener]
+
+
 def _executor_id() -> str | None:
     from dbos import DBOS
 
@@ -235,12 +247,10 @@ async def durable_step(name: str, work: Callable[[], Awaitable[Any] | Any]) -> A
 async def durable_run(*, notice: str | None = DEFAULT_NOTICE) -> AsyncIterator[DurableRun]:
     """The :class:`DurableRun` of the workflow whose code calls this (its first checkpoint is
     recorded here); current for the ``async with`` block."""
-    from loopkit.durable.runtime import DurableRuntime
-
     workflow_id = _workflow_id()
     durable = DurableRun(workflow_id, notice=notice)
-    if DurableRuntime._running is not None:  # before any await: a --max-runs worker stops here
-        DurableRuntime._running.run_started(workflow_id)
+    for listener in _ON_START:  # before any await: a --max-runs worker stops here
+        listener(workflow_id)
 
     async def start() -> str:
         return json.dumps({"executor": _executor_id()})
@@ -271,8 +281,6 @@ def durable_workflow(
 
     Register workflows before the runtime starts (at import), as DBOS requires.
     """
-    from loopkit.durable.runtime import require_dbos
-
     dbos = require_dbos()
 
     def decorate(

@@ -7,7 +7,8 @@ PostgreSQL for several machines (``postgresql+psycopg://user@host/db``; the
 ``LOOPKIT_DATABASE_URL`` variable names it without a code change).
 
 Each process has an *executor id*. loopkit's default names the process
-(``kind:host:pid:start-time``), so that :func:`executor_alive` can tell a run whose process is
+(``kind:host:pid:start-time``), so that
+:func:`~loopkit.durable.executors.executor_alive` can tell a run whose process is
 gone (interrupted: it can be resumed) from one that is still running. DBOS recovers the runs of
 an executor when a process with that id starts; a process with a fresh id recovers nothing on its
 own, and :meth:`DurableRuntime.resume` takes over one run explicitly.
@@ -18,19 +19,23 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import socket
-import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from loopkit.durable.database import OnLostDatabase, is_database_unavailable, unavailable
+from loopkit.durable.dbos_import import check_dbos_installed, require_dbos
 from loopkit.durable.errors import DatabaseUnavailableError, DurableError
+from loopkit.durable.executors import process_executor_id
 from loopkit.durable.records import RunRecord, StepRecord, run_record, step_record
+from loopkit.durable.run import active_runs, on_run_start
 
 if TYPE_CHECKING:
     from dbos import WorkflowHandleAsync
 
+# check_dbos_installed and process_executor_id live in loopkit.durable.dbos_import and
+# loopkit.durable.executors; loopkit/demo and loopkit_board still import them from here until
+# they move their imports (other branches of issue 26), then they leave this list.
 __all__ = [
     "APPLICATION_VERSION",
     "DATABASE_URL_VARIABLE",
@@ -38,9 +43,7 @@ __all__ = [
     "DurableRuntime",
     "check_dbos_installed",
     "database_url",
-    "executor_alive",
     "process_executor_id",
-    "require_dbos",
 ]
 
 #: The environment variable that names the database (it beats the configured default).
@@ -52,35 +55,10 @@ DEFAULT_DATABASE_FILE = "loopkit.sqlite"
 #: loopkit pins it instead; bump it when the order of a run's checkpoints changes.
 APPLICATION_VERSION = "loopkit-durable-1"
 APP_NAME = "loopkit"
-_INSTALL = "pip install 'loopkit[durable]'"
 
 
 #: Seconds between DBOS's looks for notifications on SQLite (its default is 1.0).
 _SQLITE_POLL_S = 0.05
-
-
-def check_dbos_installed() -> None:
-    """A :class:`DurableError` that says how to install DBOS when it is not installed; nothing
-    is imported (``import dbos`` takes most of a second: a caller can do it while it waits for
-    something else)."""
-    import importlib.util
-
-    if importlib.util.find_spec("dbos") is None:
-        raise DurableError(
-            f"durable runs need DBOS, which is not installed; install the durable extra: {_INSTALL}"
-        )
-
-
-def require_dbos() -> Any:
-    """The ``dbos`` module, or a :class:`DurableError` that says how to install it."""
-    try:
-        import dbos
-    except ImportError as e:
-        raise DurableError(
-            f"durable runs need DBOS, which is not installed ({e}); install the durable extra: "
-            f"{_INSTALL}"
-        ) from None
-    return dbos
 
 
 def database_url(
@@ -118,44 +96,6 @@ def database_url(
     if path.is_dir() or not path.suffix:
         path = path / DEFAULT_DATABASE_FILE
     return f"sqlite:///{path.resolve()}"
-
-
-def _process_start(pid: int) -> str:
-    """The process's start time in clock ticks since boot (Linux), so a reused pid is another
-    process; "" where /proc is not there."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return ""
-    return stat.rsplit(")", 1)[1].split()[19]
-
-
-def process_executor_id(kind: str = "process") -> str:
-    """An executor id naming this process: ``kind:host:pid:start``."""
-    pid = os.getpid()
-    return f"{kind}:{socket.gethostname()}:{pid}:{_process_start(pid)}"
-
-
-def executor_alive(executor_id: str | None) -> bool | None:
-    """Whether the process an executor id of :func:`process_executor_id` names still runs:
-    True or False on this host, None for an id of another host or of another form (a worker's
-    own name), where only that machine can tell."""
-    if not executor_id:
-        return None
-    parts = executor_id.split(":")
-    if len(parts) != 4 or parts[1] != socket.gethostname() or not parts[2].isdigit():
-        return None
-    pid, start = int(parts[2]), parts[3]
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        pass  # it exists, owned by someone else
-    if sys.platform.startswith("linux") and start:
-        now = _process_start(pid)
-        return now == start
-    return True
 
 
 class DurableRuntime:
@@ -284,6 +224,7 @@ class DurableRuntime:
         self._started = True
         self.runs_started = 0
         DurableRuntime._running = self
+        on_run_start(self.run_started)
 
     #: The started runtime of this process (DBOS allows one), told of each run that starts.
     _running: DurableRuntime | None = None
@@ -315,6 +256,7 @@ class DurableRuntime:
         self._started = False
         if DurableRuntime._running is self:
             DurableRuntime._running = None
+            on_run_start(None)
         if self._queue_registered:
             with contextlib.suppress(Exception):
                 await DBOS.delete_queue_async(self.private_queue)
@@ -441,8 +383,6 @@ class DurableRuntime:
         """Wait until a run resumed here (:meth:`resume`) has run in this process (or ended);
         returns its record then. Cancelled (Ctrl-C), it interrupts the run first: the run's task
         is cancelled and unwinds (the run stays pending, to be resumed again)."""
-        from loopkit.durable.run import active_runs
-
         task: asyncio.Task[Any] | None = None
         try:
             while True:

@@ -232,7 +232,8 @@ class EvalRun:
 
     async def run(self) -> EvalResult:
         """Run (or resume) the eval to its end, a stop or the budget; returns its results."""
-        from loopkit.durable.runtime import DurableRuntime, process_executor_id
+        from loopkit.durable.executors import process_executor_id
+        from loopkit.durable.runtime import DurableRuntime
         from loopkit.evals.workers import LocalWorkers
 
         configs = list(self.configs.values())

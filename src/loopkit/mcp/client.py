@@ -21,20 +21,24 @@ import importlib
 import logging
 import os
 import shlex
-import shutil
 import tempfile
 from collections.abc import AsyncIterator, Awaitable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from dataclasses import dataclass, field
-from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TextIO, TypeVar, cast
 from urllib.parse import urlsplit
 
 from loopkit.abstractions.tools import ToolError
-from loopkit.child_env import check_passthrough, child_environment
+from loopkit.child_env import check_passthrough
 from loopkit.errors import MCPServerError
 from loopkit.mcp.stdio_process import process_transport, sdk_default_environment, spawn_stdio_server
+from loopkit.mcp.targets import (
+    HttpTarget,
+    StdioTarget,
+    command_problem,
+    redacted_url,
+    server_env,
+)
 from loopkit.mcp.tools import MCPTool
 
 if TYPE_CHECKING:
@@ -60,22 +64,6 @@ _STDERR_TAIL_CHARS = 2000
 _MAX_TOOL_PAGES = 100
 
 _T = TypeVar("_T")
-
-
-@dataclass(frozen=True)
-class _StdioTarget:
-    command: str
-    args: tuple[str, ...]
-    env: dict[str, str] | None = field(default=None, repr=False)  # may hold secrets
-    inherit_env: bool = False
-    cwd: str | None = None
-    env_passthrough: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class _HttpTarget:
-    url: str = field(repr=False)  # may carry credentials in userinfo or query
-    headers: dict[str, str] = field(default_factory=dict, repr=False)  # may hold tokens
 
 
 class _StderrCapture:
@@ -105,41 +93,11 @@ class _StderrCapture:
         self.file.close()
 
 
-def _redacted_url(url: str) -> str:
-    """The URL for messages: no userinfo and no query string (either may carry a secret)."""
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    port = f":{parts.port}" if parts.port else ""
-    return f"{parts.scheme}://{host}{port}{parts.path}"
-
-
 def _leaf_exception(exc: BaseException) -> BaseException:
     """The first real error inside (nested) exception groups from anyio task groups."""
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         exc = exc.exceptions[0]
     return exc
-
-
-def _command_problem(target: _StdioTarget) -> str | None:
-    """Why ``target.command`` cannot start, or None; checked before paying for ``import mcp``."""
-    command = target.command
-    if not command:
-        return "the command is empty"
-    if os.sep in command or (os.altsep and os.altsep in command):
-        path = Path(command)
-        where = ""
-        if target.cwd and not path.is_absolute():
-            path = Path(target.cwd) / path
-            where = f" (in {target.cwd})"
-        if not path.exists():
-            return f"{command!r} does not exist{where}"
-        if path.is_dir() or not os.access(path, os.X_OK):
-            return f"{command!r} is not an executable file{where}"
-        return None
-    search_path = (target.env or {}).get("PATH") or os.environ.get("PATH")
-    if shutil.which(command, path=search_path) is None:
-        return f"{command!r} was not found on PATH"
-    return None
 
 
 class MCPClient:
@@ -162,7 +120,7 @@ class MCPClient:
 
     def __init__(
         self,
-        target: _StdioTarget | _HttpTarget,
+        target: StdioTarget | HttpTarget,
         *,
         startup_timeout: float = DEFAULT_STARTUP_TIMEOUT,
         call_timeout: float = DEFAULT_CALL_TIMEOUT,
@@ -176,12 +134,12 @@ class MCPClient:
         self.startup_timeout = startup_timeout
         self.call_timeout = call_timeout
         self.tool_prefix = tool_prefix
-        if isinstance(target, _StdioTarget):
+        if isinstance(target, StdioTarget):
             default_label = shlex.join([target.command, *target.args])
             if len(default_label) > 200:
                 default_label = default_label[:197] + "..."
         else:
-            default_label = _redacted_url(target.url)
+            default_label = redacted_url(target.url)
         self.label = name or default_label
         self._stderr: _StderrCapture | None = None
         self._task: asyncio.Task[None] | None = None
@@ -223,7 +181,7 @@ class MCPClient:
             raise TypeError(
                 f"env_passthrough must be a list of names, not the string {env_passthrough!r}"
             )
-        target = _StdioTarget(
+        target = StdioTarget(
             command=os.fspath(command),
             args=tuple(str(a) for a in args),
             env=dict(env) if env is not None else None,
@@ -258,10 +216,10 @@ class MCPClient:
         scheme = urlsplit(url).scheme
         if scheme not in ("http", "https"):
             raise ValueError(
-                f"MCP server URL must start with http:// or https://, got {_redacted_url(url)!r}"
+                f"MCP server URL must start with http:// or https://, got {redacted_url(url)!r}"
             )
         return cls(
-            _HttpTarget(url=url, headers=dict(headers or {})),
+            HttpTarget(url=url, headers=dict(headers or {})),
             startup_timeout=startup_timeout,
             call_timeout=call_timeout,
             tool_prefix=tool_prefix,
@@ -293,8 +251,8 @@ class MCPClient:
             raise RuntimeError(
                 f"MCPClient for {self.label} was already connected; make a new one to reconnect"
             )
-        if isinstance(self._target, _StdioTarget):
-            problem = _command_problem(self._target)
+        if isinstance(self._target, StdioTarget):
+            problem = command_problem(self._target)
             if problem:
                 self._closed = True
                 raise MCPServerError(f"cannot start MCP server `{self.label}`: {problem}")
@@ -341,7 +299,7 @@ class MCPClient:
     async def _own_session(self, ready: asyncio.Future[None]) -> None:
         """The owner task: enter the SDK client, signal ``ready``, wait for close, leave."""
         try:
-            if isinstance(self._target, _StdioTarget) and os.name == "posix":
+            if isinstance(self._target, StdioTarget) and os.name == "posix":
                 # The server starts first and the SDK is imported meanwhile (each takes most of
                 # a second): see loopkit.mcp.stdio_process.
                 process = await self._spawn(self._target)
@@ -379,25 +337,25 @@ class MCPClient:
             assert self._closing is not None
             await self._closing.wait()
 
-    async def _spawn(self, target: _StdioTarget) -> asyncio.subprocess.Process:
+    async def _spawn(self, target: StdioTarget) -> asyncio.subprocess.Process:
         """Start the stdio server as the SDK would (its default environment under ours)."""
         assert self._stderr is not None
         return await spawn_stdio_server(
             target.command,
             list(target.args),
-            env=sdk_default_environment() | (_server_env(target) or {}),
+            env=sdk_default_environment() | (server_env(target) or {}),
             cwd=target.cwd,
             errlog=self._stderr.file,
         )
 
     def _make_transport(self) -> AbstractAsyncContextManager[Any]:
-        if isinstance(self._target, _StdioTarget):  # Windows: the SDK's own (a Job Object)
+        if isinstance(self._target, StdioTarget):  # Windows: the SDK's own (a Job Object)
             from mcp.client.stdio import StdioServerParameters, stdio_client
 
             params = StdioServerParameters(
                 command=self._target.command,
                 args=list(self._target.args),
-                env=_server_env(self._target),  # the SDK adds its own safe variables to these
+                env=server_env(self._target),  # the SDK adds its own safe variables to these
                 cwd=self._target.cwd,
             )
             assert self._stderr is not None
@@ -408,13 +366,13 @@ class MCPClient:
         leaf = _leaf_exception(exc)
         if isinstance(leaf, MCPServerError):
             return leaf
-        if isinstance(leaf, OSError) and isinstance(self._target, _StdioTarget):
+        if isinstance(leaf, OSError) and isinstance(self._target, StdioTarget):
             reason = leaf.strerror or str(leaf)
             return MCPServerError(f"cannot start MCP server `{self.label}`: {reason}")
         if _mcp_error_code(leaf) == _CONNECTION_CLOSED:
             what = (
                 "exited or closed its output during the MCP handshake (is it an MCP server?)"
-                if isinstance(self._target, _StdioTarget)
+                if isinstance(self._target, StdioTarget)
                 else "closed the connection during the MCP handshake"
             )
             return MCPServerError(self._describe(what))
@@ -468,7 +426,7 @@ class MCPClient:
                 what_happened = f"closed the connection during {what}"
                 if e.error.message and e.error.message != "Connection closed":
                     what_happened += f" ({e.error.message})"
-                if isinstance(self._target, _StdioTarget):
+                if isinstance(self._target, StdioTarget):
                     # stdout hit EOF: the child is gone for good. Over HTTP only this
                     # request's stream broke; the next request finds out for itself.
                     self._lost = f"it closed the connection during {what}"
@@ -574,16 +532,6 @@ def _client_info() -> Implementation:
     return Implementation(name="loopkit", version=v)
 
 
-def _server_env(target: _StdioTarget) -> dict[str, str] | None:
-    """The variables a stdio server gets on top of the SDK's defaults: the configured ones, or,
-    with ``inherit_env`` or ``env_passthrough``, the allowlisted environment with them."""
-    if target.inherit_env or target.env_passthrough:
-        return child_environment(
-            target.env_passthrough, extra=target.env, allowlist=target.inherit_env
-        )
-    return target.env
-
-
 @asynccontextmanager
 async def _opened(streams: Any) -> AsyncIterator[Any]:
     """A transport whose streams are already open (their owner closes them)."""
@@ -591,7 +539,7 @@ async def _opened(streams: Any) -> AsyncIterator[Any]:
 
 
 @asynccontextmanager
-async def _http_transport(target: _HttpTarget, *, connect_timeout: float) -> AsyncIterator[Any]:
+async def _http_transport(target: HttpTarget, *, connect_timeout: float) -> AsyncIterator[Any]:
     """The SDK's streamable-HTTP transport over an httpx client that carries our headers."""
     import httpx2
     from mcp.client.streamable_http import streamable_http_client

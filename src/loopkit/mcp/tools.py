@@ -7,13 +7,12 @@ Nothing here imports the ``mcp`` SDK: results are read by duck typing (``.conten
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
 
 from loopkit.abstractions.tools import ToolError
 
-if TYPE_CHECKING:
-    from loopkit.mcp.client import MCPClient
+__all__ = ["MCPTool", "ToolCaller", "result_to_text"]
 
 
 class _CallToolResultLike(Protocol):
@@ -27,6 +26,19 @@ class _CallToolResultLike(Protocol):
 
     @property
     def is_error(self) -> bool: ...
+
+
+class ToolCaller(Protocol):
+    """What an :class:`MCPTool` needs of its connection (an
+    :class:`~loopkit.mcp.MCPClient`, or anything that reaches one): a label for messages and a
+    tool call by the server's name."""
+
+    @property
+    def label(self) -> str: ...
+
+    async def call_tool(
+        self, name: str, arguments: Mapping[str, Any] | None = None
+    ) -> _CallToolResultLike: ...
 
 
 def _approx_decoded_size(b64: str) -> int:
@@ -104,7 +116,7 @@ class MCPTool:
 
     def __init__(
         self,
-        client: MCPClient,
+        client: ToolCaller,
         *,
         server_tool_name: str,
         description: str | None,
@@ -125,7 +137,7 @@ class MCPTool:
         return self._parameters
 
     @property
-    def client(self) -> MCPClient:
+    def client(self) -> ToolCaller:
         """The connection this tool calls through."""
         return self._client
 

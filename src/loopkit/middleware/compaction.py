@@ -55,6 +55,7 @@ from loopkit.middleware.compaction_options import (
     CompactionOptions,
     CompactionWarning,
 )
+from loopkit.middleware.compaction_summary import drop_note, summarise
 from loopkit.middleware.conversation_steps import (
     describe_call,
     elide,
@@ -63,11 +64,9 @@ from loopkit.middleware.conversation_steps import (
     pinned_messages,
     result_stub,
     steps,
-    transcript,
 )
 from loopkit.middleware.delegating import DelegatingChatClient
 from loopkit.middleware.token_estimate import (
-    CHARS_PER_TOKEN,
     MESSAGE_OVERHEAD,
     TokenEstimator,
     estimate_tokens,
@@ -87,16 +86,8 @@ __all__ = [
 #: A provider figure this far from the estimate (either way) is not taken as the request's
 #: real count (a test double reporting a fixed usage, a provider counting something else).
 _MAX_SCALE = 5.0
-#: In the transcript given to the summariser, each tool result is cut to this many characters
-#: (then, if the transcript is still too long, to the second figure).
-_TRANSCRIPT_RESULT_CHARS = (1000, 200)
 #: The ``replacement`` of a plan that drops the oldest steps (a note costs what it costs).
 _DROP = 0.0
-#: The header of the message that stands for the summarised (or dropped) oldest steps.
-_SUMMARY_HEADER = (
-    "Summary of the earlier conversation (condensed to save space; the task above and the "
-    "latest steps are verbatim):"
-)
 
 
 @dataclass(slots=True)
@@ -303,7 +294,7 @@ class CompactionChatClient(DelegatingChatClient):
                 plan = drop
                 dropped = sum(1 for _, end in groups if end <= plan.summary_end)
                 state.dropped_steps += dropped
-                summary = self._drop_note(state)
+                summary = drop_note(state.dropped_steps, state.summary_text)
         if not plan.new_elided and not plan.new_summary:
             # Nothing left to compact (everything old is compacted already): look again only
             # after the conversation has grown by a quarter of the trigger-target gap (but
@@ -347,19 +338,6 @@ class CompactionChatClient(DelegatingChatClient):
                 over,
             )
         return units
-
-    def _drop_note(self, state: _RunState) -> ChatMessage:
-        """The message that stands for the dropped steps (after the earlier summary, if any)."""
-        note = (
-            f"[{state.dropped_steps} of the earliest steps of this conversation were removed to "
-            "keep the request within the model's context window. Call a tool again for "
-            "anything you need from them.]"
-        )
-        if state.summary_text:
-            return ChatMessage.from_text(
-                ChatRole.USER, f"{_SUMMARY_HEADER}\n{state.summary_text}\n\n{note}"
-            )
-        return ChatMessage.from_text(ChatRole.USER, note)
 
     def _over_limit(self, state: _RunState, tokens: int) -> str | None:
         """Why a request of ``tokens`` goes out above the limit, the first time in a row it
@@ -483,8 +461,7 @@ class CompactionChatClient(DelegatingChatClient):
 
     def _drop_units(self, state: _RunState) -> float:
         """What the note for dropped steps costs at most (an upper bound of its count)."""
-        probe = _RunState(dropped_steps=10**6, summary_text=state.summary_text)
-        return float(self.estimator([self._drop_note(probe)]))
+        return float(self.estimator([drop_note(10**6, state.summary_text)]))
 
     def _eligible(
         self,
@@ -524,43 +501,15 @@ class CompactionChatClient(DelegatingChatClient):
         plan: _Plan,
         options: ChatOptions | None,
     ) -> tuple[ChatMessage, str, UsageDetails | None]:
-        opts = self.options
-        previous = state.summary_text or None
         part = [
             m
             for m in messages[max(head, state.summary_end) : plan.summary_end]
             if m.role != ChatRole.SYSTEM
         ]
-        # The summariser's request must fit its window too: about the target's size at most.
-        limit = opts.target_at * CHARS_PER_TOKEN
-        history = transcript(previous, part, _TRANSCRIPT_RESULT_CHARS[0])
-        if len(history) > limit:
-            history = transcript(previous, part, _TRANSCRIPT_RESULT_CHARS[1])
-        if len(history) > limit:
-            # Cut the oldest messages, never the earlier summary: it holds all that came before.
-            earlier = transcript(previous, [], 0)[: limit // 2]
-            rest = transcript(None, part, _TRANSCRIPT_RESULT_CHARS[1])
-            room = max(0, limit - len(earlier))
-            history = (earlier + "\n\n" if earlier else "") + (
-                "[the beginning is omitted]\n" + rest[-room:]
-            )
-        request = [
-            ChatMessage.from_text(ChatRole.SYSTEM, opts.summary_prompt),
-            ChatMessage.from_text(ChatRole.USER, history),
-        ]
-        summary_options = ChatOptions(max_output_tokens=opts.summary_max_tokens)
-        if self.summarizer is None and options is not None and options.model_id:
-            # The inner client answers with the run's model, as it does for the run's requests.
-            summary_options.model_id = options.model_id
+        # The inner client answers with the run's model, as it does for the run's requests.
+        model_id = options.model_id if self.summarizer is None and options is not None else None
         client = self.summarizer or self.inner
-        response = await client.get_response(request, summary_options)
-        text = response.text.strip()
-        if not text:
-            raise ProviderError(
-                "the summariser answered with no text", retryable=False, provider="compaction"
-            )
-        message = ChatMessage.from_text(ChatRole.USER, f"{_SUMMARY_HEADER}\n{text}")
-        return message, text, response.usage
+        return await summarise(client, self.options, state.summary_text or None, part, model_id)
 
     def _install(
         self,
