@@ -118,7 +118,8 @@ fi
 # includes durable) counts as installed.
 stamp="$VENV/.loopkit-installed"
 sum="$(sha256sum pyproject.toml | cut -d' ' -f1)"
-read -r had_sum had_extras < "$stamp" 2>/dev/null || true
+had_sum="" had_extras=""
+if [ -f "$stamp" ]; then read -r had_sum had_extras < "$stamp" || true; fi
 EXTRAS="$("$VENV/bin/python" - "$EXTRAS" "${had_extras:-}" "${had_sum:-}" "$sum" <<'PY'
 # prints the extras to install now, or nothing when the installed ones cover the wanted ones
 import sys, tomllib
