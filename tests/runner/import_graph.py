@@ -57,7 +57,9 @@ def _is_type_checking(test: ast.expr) -> bool:
 def _imports(tree: ast.AST) -> Iterator[tuple[ast.Import | ast.ImportFrom, bool]]:
     """Every import statement, and whether it stands under ``if TYPE_CHECKING:``."""
 
-    def walk(node: ast.AST, type_checking: bool) -> Iterator[tuple[ast.Import | ast.ImportFrom, bool]]:
+    def walk(
+        node: ast.AST, type_checking: bool
+    ) -> Iterator[tuple[ast.Import | ast.ImportFrom, bool]]:
         if isinstance(node, ast.Import | ast.ImportFrom):
             yield node, type_checking
             return

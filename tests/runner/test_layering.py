@@ -97,7 +97,9 @@ def circle_area(module: str) -> str:
 
 
 def _marked(values: list[str], known: set[str]) -> list[object]:
-    return [pytest.param(v, marks=KNOWN, id=v) if v in known else pytest.param(v, id=v) for v in values]
+    return [
+        pytest.param(v, marks=KNOWN, id=v) if v in known else pytest.param(v, id=v) for v in values
+    ]
 
 
 def library_files() -> list[Path]:
@@ -127,7 +129,9 @@ def test_the_library_imports_only_the_library(path: Path) -> None:
         for a in arrows()
         if a.source == name and part_of(a.target) != "library"
     )
-    assert not bad, f"{path.relative_to(ROOT)} (library) imports the application or a companion: {bad}"
+    assert not bad, (
+        f"{path.relative_to(ROOT)} (library) imports the application or a companion: {bad}"
+    )
 
 
 def test_the_top_level_names_the_application_only_for_the_type_checker() -> None:
@@ -170,7 +174,9 @@ CIRCLE_AREAS = sorted(
 @pytest.mark.parametrize("area", _marked(CIRCLE_AREAS, KNOWN_CIRCLES))
 def test_no_import_circles(area: str) -> None:
     found = [c for c in circles() if area in {circle_area(m) for m in c}]
-    described = "\n".join(f"circle of {len(c)}: {', '.join(c)}\n  " + "\n  ".join(ties(c)) for c in found)
+    described = "\n".join(
+        f"circle of {len(c)}: {', '.join(c)}\n  " + "\n  ".join(ties(c)) for c in found
+    )
     assert not found, f"import circles in {area} (break each by what it means):\n{described}"
 
 
