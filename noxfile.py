@@ -1,4 +1,5 @@
-"""Developer sessions. They run in the project's environment (``scripts/setup.sh`` makes ``.venv``):
+"""Developer sessions. They run in the project's environment (``scripts/setup.sh --tests`` makes
+``.venv``):
 
 .venv/bin/nox -s tests        # the whole suite in parallel (what CI runs, minus the install step)
 .venv/bin/nox -s lint         # ruff check + ruff format --check

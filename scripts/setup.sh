@@ -3,8 +3,11 @@
 # packages (headless desktop, AT-SPI, Qt's xcb libraries, build tools for PyGObject), then a
 # virtual environment in .venv with loopkit and its extras. Safe to run again: it only installs
 # what is missing.
-#   scripts/setup.sh           what the demo needs
-#   scripts/setup.sh --tests   also what only the tests need (PostgreSQL, for SQLAlchemySession;
+#   scripts/setup.sh           what the demo needs: loopkit[ui]
+#   scripts/setup.sh --extras ui,durable
+#                              those extras of loopkit (scripts/demo.sh adds durable for --durable)
+#   scripts/setup.sh --tests   also what only the tests need: loopkit[ui,dev] (dev: the other extras,
+#                              pytest, mypy, the benchmarks' peers), PostgreSQL, for SQLAlchemySession;
 #                              ffmpeg, for the UI server's video recording; the MCP TypeScript
 #                              SDK from npm, the outside client of tests/ui/outside_client;
 #                              the AG-UI client and MCP Inspector CLI of tests/interop/clients;
@@ -15,16 +18,23 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 TESTS=0
-for arg in "$@"; do
-  case "$arg" in
+EXTRAS=${LOOPKIT_EXTRAS:-ui}
+usage="usage: scripts/setup.sh [--tests] [--extras EXTRA,...]"
+while (($#)); do
+  case "$1" in
     --tests) TESTS=1 ;;
-    *) echo "usage: scripts/setup.sh [--tests]" >&2; exit 2 ;;
+    --extras)
+      [ $# -ge 2 ] || { echo "$usage" >&2; exit 2; }
+      EXTRAS="$2"; shift ;;
+    --extras=*) EXTRAS="${1#--extras=}" ;;
+    *) echo "$usage" >&2; exit 2 ;;
   esac
+  shift
 done
+if ((TESTS)); then EXTRAS="$EXTRAS,dev"; fi
 
 PYTHON=${PYTHON:-python3}
 VENV=${VENV:-.venv}
-EXTRAS=${LOOPKIT_EXTRAS:-ui,dev}
 
 DEBIAN_PACKAGES=(
   git procps python3-venv python3-dev gcc pkg-config
@@ -102,14 +112,43 @@ if [ ! -x "$VENV/bin/python" ]; then
   "$PYTHON" -m venv "$VENV"
 fi
 
-# Reinstall only when the project's dependencies changed.
+# Reinstall only when pyproject.toml changed or an extra is asked for that is not installed yet.
+# The stamp holds pyproject's hash and the extras installed; extras are never taken away (the demo
+# after the tests keeps the tests' environment), and an extra that another one includes (dev
+# includes durable) counts as installed.
 stamp="$VENV/.loopkit-installed"
-want="$(sha256sum pyproject.toml | cut -d' ' -f1) $EXTRAS"
-if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
-  say "installing loopkit[$EXTRAS] into $VENV (first time: a few minutes)"
+sum="$(sha256sum pyproject.toml | cut -d' ' -f1)"
+had_sum="" had_extras=""
+if [ -f "$stamp" ]; then read -r had_sum had_extras < "$stamp" || true; fi
+EXTRAS="$("$VENV/bin/python" - "$EXTRAS" "${had_extras:-}" "${had_sum:-}" "$sum" <<'PY'
+# prints the extras to install now, or nothing when the installed ones cover the wanted ones
+import sys, tomllib
+wanted, had = (set(filter(None, a.split(","))) for a in sys.argv[1:3])
+had_sum, now_sum = sys.argv[3:5]
+extras = tomllib.load(open("pyproject.toml", "rb"))["project"]["optional-dependencies"]
+unknown = sorted(wanted - set(extras))
+if unknown:
+    sys.exit(f"scripts/setup.sh: no such extra of loopkit: {', '.join(unknown)} (known: {', '.join(sorted(extras))})")
+def closure(names):  # an extra's own extras: dev = ["loopkit[otel,sql,...]", ...]
+    seen, todo = set(), list(names)
+    while todo:
+        name = todo.pop()
+        if name in seen or name not in extras:
+            continue
+        seen.add(name)
+        for req in extras[name]:
+            if req.replace(" ", "").startswith("loopkit["):
+                todo += req.split("[", 1)[1].split("]", 1)[0].split(",")
+    return seen
+if had_sum != now_sum or not wanted <= closure(had):
+    print(",".join(sorted(wanted | had)))
+PY
+)"
+if [ -n "$EXTRAS" ]; then
+  say "installing loopkit[$EXTRAS] into $VENV (first time: about a minute for the demo's, a few with --tests)"
   "$VENV/bin/python" -m pip install -q --upgrade pip
   "$VENV/bin/python" -m pip install -q -e ".[$EXTRAS]"
-  echo "$want" > "$stamp"
+  echo "$sum $EXTRAS" > "$stamp"
 fi
 # Only the tests: the library evals' environment. pydantic-evals pins pydantic-ai-slim to its own
 # version, which the dev extra's pin for the benchmarks' peer does not match (2.62 has no
