@@ -59,22 +59,12 @@ KNOWN = pytest.mark.xfail(strict=True, reason="issue 26: removed by the structur
 # loopkit_tools/local_tools.py imports loopkit_ui.backends.protocol and loopkit_ui.wait_app
 KNOWN_WRONG_WAY = {"loopkit_tools"}
 KNOWN_CIRCLES = {
-    "loopkit.agents",  # agent <-> as_tool
-    "loopkit.demo",  # run, durable, role_tools, id_fixer, model, pipeline
-    "loopkit.durable",  # runtime <-> run <-> records
-    "loopkit.mcp",  # client <-> tools
     "loopkit_board",  # app <-> run_pages, service <-> chat_room
     "loopkit_ui",  # session <-> session_cli
-    "scripts",  # make_transcripts <-> tester_transcripts, more_transcripts
 }
 KNOWN_BIG = {
-    "src/loopkit/demo/durable.py",
-    "src/loopkit/mcp/client.py",
-    "src/loopkit/middleware/compaction.py",
-    "src/loopkit/redaction.py",
     "src/loopkit_board/service.py",
     "src/loopkit_ui/tester_tools.py",
-    "scripts/make_transcripts.py",
 }
 MAX_LINES = 600
 
