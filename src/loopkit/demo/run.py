@@ -59,6 +59,7 @@ from loopkit.demo.workspace import (
     open_scratch_repo,
 )
 from loopkit.errors import CardError, describe_validation_error
+from loopkit_ui.wait_app import window_shown
 
 if TYPE_CHECKING:
     from loopkit.cards import CardRunner, ToolSource
@@ -160,7 +161,7 @@ def local_tools(config: RunnerConfig, scratch: ScratchRepo, role: Role | None = 
     )
     for folder in settings.write_folders:
         (scratch.repo / folder).mkdir(parents=True, exist_ok=True)
-    tools: ToolSource = module.LocalTools(settings)
+    tools: ToolSource = module.LocalTools(settings, window_check=window_shown)
     return tools
 
 
