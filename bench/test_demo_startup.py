@@ -44,7 +44,7 @@ from typing import Any
 
 import pytest
 
-from loopkit_ui.session import HeadlessDesktop
+from loopkit_ui.headless_desktop import HeadlessDesktop
 
 ROOT = Path(__file__).resolve().parents[1]
 CARD = "delete-asks-for-confirmation"

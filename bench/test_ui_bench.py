@@ -34,7 +34,7 @@ import pytest
 
 from loopkit_ui.backends.atspi import AtspiBackend
 from loopkit_ui.backends.atspi_constants import ACCESSIBLE, PROPERTIES
-from loopkit_ui.session import HeadlessDesktop
+from loopkit_ui.headless_desktop import HeadlessDesktop
 from loopkit_ui.testing import UIServerClient, desktop_available
 
 REPO = Path(__file__).resolve().parents[1]

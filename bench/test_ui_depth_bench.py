@@ -37,7 +37,7 @@ from typing import Any
 
 import pytest
 
-from loopkit_ui.session import HeadlessDesktop
+from loopkit_ui.headless_desktop import HeadlessDesktop
 from loopkit_ui.testing import UIServerClient, desktop_available
 
 REPO = Path(__file__).resolve().parents[1]

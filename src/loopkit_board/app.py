@@ -18,17 +18,14 @@ started each and how long it took), ``/runs`` (every run, filtered, in pages) an
 from __future__ import annotations
 
 import json
-import os
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-import anyio.to_thread
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from markupsafe import Markup
-from sse_starlette import EventSourceResponse
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import (
@@ -39,7 +36,6 @@ from starlette.responses import (
     Response,
 )
 from starlette.routing import Route
-from starlette.types import Receive, Scope, Send
 
 from loopkit.cards.card import CardState
 from loopkit.durable.errors import DatabaseUnavailableError
@@ -48,11 +44,12 @@ from loopkit_board.filters import CardFilter, RunFilter
 from loopkit_board.gate import Gate
 from loopkit_board.limits import LimitReached, LoginLimits, SecretChecker, StreamSlots
 from loopkit_board.login_pages import LoginPages
+from loopkit_board.responses import SlotStream, queued
 from loopkit_board.run_index import RunSummary
-from loopkit_board.run_pages import RunPages, parse_after, queued
+from loopkit_board.run_pages import RunPages, parse_after
 from loopkit_board.service import BoardError, BoardService
 
-__all__ = ["CARDS_PAGE", "RUNS_PAGE", "create_app", "parse_after", "paths_shown", "valid_run_id"]
+__all__ = ["CARDS_PAGE", "RUNS_PAGE", "create_app", "parse_after", "valid_run_id"]
 
 _HERE = Path(__file__).parent
 _COLUMNS = [s.value for s in CardState]
@@ -304,7 +301,7 @@ class Board:
 
     def stream(self, events: AsyncIterator[dict[str, Any]], login: str) -> Response:
         """An event stream holding one of ``login``'s slots until it closes."""
-        return _SlotStream(events, ping=15, on_close=lambda: self.streams.give_back(login))
+        return SlotStream(events, ping=15, on_close=lambda: self.streams.give_back(login))
 
     async def findings(self, request: Request) -> Response:
         return self.page(
@@ -319,44 +316,6 @@ class Board:
         return FileResponse(_HERE / "static" / "board.js", media_type="text/javascript")
 
 
-class _SlotStream(EventSourceResponse):
-    """An event stream that gives its slot back when it ends, however it ends (the run's end,
-    the client gone, the server stopping), also when its generator never started."""
-
-    def __init__(self, *args: Any, on_close: Callable[[], None], **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._on_close = on_close
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        try:
-            await super().__call__(scope, receive, send)
-        finally:
-            self._on_close()
-
-
-class OpenFileResponse(Response):
-    """A file sent from a descriptor already opened and checked (no second lookup by name that
-    a planted link could redirect); the descriptor is closed at the end, also when the client
-    goes away first."""
-
-    chunk_bytes = 256 * 1024
-
-    def __init__(self, fd: int, media_type: str, headers: dict[str, str]) -> None:
-        size = os.fstat(fd).st_size
-        super().__init__(None, 200, {**headers, "content-length": str(size)}, media_type)
-        self.fd = fd
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        try:
-            await send({"type": "http.response.start", "status": 200, "headers": self.raw_headers})
-            if scope.get("method") != "HEAD":
-                while chunk := await anyio.to_thread.run_sync(os.read, self.fd, self.chunk_bytes):
-                    await send({"type": "http.response.body", "body": chunk, "more_body": True})
-            await send({"type": "http.response.body", "body": b"", "more_body": False})
-        finally:
-            os.close(self.fd)
-
-
 def _diff_html(text: str) -> Markup:
     from loopkit_board.diff_view import render_diff
 
@@ -367,18 +326,6 @@ def _highlight_css() -> Markup:
     from loopkit_board.diff_view import highlight_css
 
     return Markup(highlight_css())  # Pygments' own style sheet, no input in it
-
-
-def paths_shown(value: Any, shown: Callable[[object], str]) -> Any:
-    """``value`` (an event's data) with the paths of its strings shown as the board shows
-    them (a build's output, a reason)."""
-    if isinstance(value, str):
-        return shown(value) if "/" in value else value
-    if isinstance(value, dict):
-        return {k: paths_shown(v, shown) for k, v in value.items()}
-    if isinstance(value, list):
-        return [paths_shown(v, shown) for v in value]
-    return value
 
 
 Endpoint = Callable[[Request], Awaitable[Response]]

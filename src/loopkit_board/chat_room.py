@@ -1,6 +1,7 @@
 """The chat about a run, for :class:`~loopkit_board.service.BoardService`: the session a run's
-conversation is stored in, a question asked on it, and its history (see :mod:`loopkit_board.chat`
-for the conversation rebuilt from the run log and the models that answer)."""
+conversation is stored in (in the data folder), a question asked on it, and its history (see
+:mod:`loopkit_board.chat` for the conversation rebuilt from the run log and the models that
+answer). The service checks the question and finds the run before it asks here."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from loopkit.abstractions.content import ChatMessage, ChatRole
 
 if TYPE_CHECKING:
-    from loopkit_board.service import BoardService
+    from loopkit.cards.durable import PreparedRun
 
 __all__ = ["CHATS_FILE", "ask", "chat_history"]
 
@@ -19,41 +20,44 @@ __all__ = ["CHATS_FILE", "ask", "chat_history"]
 CHATS_FILE = "chats.sqlite"
 
 
-def _session(service: BoardService, run_id: str, session_id: str | None) -> Any:
+def _session(data_dir: Path, run_id: str, session_id: str | None) -> Any:
     from loopkit.sessions.sqlite import SQLiteSession
 
-    return SQLiteSession(service.data_dir / CHATS_FILE, session_id or f"run:{run_id}")
+    return SQLiteSession(data_dir / CHATS_FILE, session_id or f"run:{run_id}")
 
 
 async def ask(
-    service: BoardService, run_id: str, question: str, *, session_id: str | None = None
+    data_dir: Path,
+    run_id: str,
+    prepared: PreparedRun,
+    question: str,
+    *,
+    chat_model: str,
+    api_base: str | None,
+    session_id: str | None = None,
 ) -> AsyncIterator[str]:
-    """See :meth:`BoardService.ask <loopkit_board.service.BoardService.ask>`."""
+    """Ask ``question`` about run ``run_id`` (``prepared``: what its start recorded), with
+    ``chat_model`` (see
+    :meth:`BoardService.ask <loopkit_board.service.BoardService.ask>`)."""
     from loopkit.agents import Agent, TextDelta
     from loopkit.cards.runner import CARD_PREFIX
     from loopkit_board.chat import (
         CHAT_INSTRUCTIONS,
         as_plain_text,
-        chat_model,
         conversation_from_log,
         is_offline,
     )
-    from loopkit_board.service import BoardError
+    from loopkit_board.chat import (
+        chat_model as chat_model_for,
+    )
 
-    if not question.strip():
-        raise BoardError("the question is empty")
-    prepared = await service.prepared(run_id)
-    if prepared is None:
-        if await service.get_run(run_id) is None:
-            raise BoardError(f"there is no run {run_id!r}")
-        raise BoardError(f"run {run_id} has not started yet; ask once it has")
     agent = Agent(
-        chat_model(service.chat_model, api_base=service.config.api_base),
+        chat_model_for(chat_model, api_base=api_base),
         instructions=CHAT_INSTRUCTIONS,
         max_rounds=1,
     )
     run_text = conversation_from_log(CARD_PREFIX + prepared.card_text, Path(prepared.log_path))
-    async with _session(service, run_id, session_id) as session:
+    async with _session(data_dir, run_id, session_id) as session:
         meta = await session.get_metadata()
         taken = int(meta.get("run_messages", 0))
         if len(run_text) > taken:
@@ -63,7 +67,7 @@ async def ask(
             if taken:
                 note = "[the run went on since the last question:]"
                 new = [ChatMessage.from_text(ChatRole.USER, note), *new]
-            if not is_offline(service.chat_model):
+            if not is_offline(chat_model):
                 new = as_plain_text(new)
             stored = len(await session.get_messages())
             await session.add_messages(new)
@@ -77,10 +81,10 @@ async def ask(
 
 
 async def chat_history(
-    service: BoardService, run_id: str, session_id: str | None = None
+    data_dir: Path, run_id: str, session_id: str | None = None
 ) -> list[ChatMessage]:
     """See :meth:`BoardService.chat_history <loopkit_board.service.BoardService.chat_history>`."""
-    async with _session(service, run_id, session_id) as session:
+    async with _session(data_dir, run_id, session_id) as session:
         meta = await session.get_metadata()
         messages: list[ChatMessage] = await session.get_messages()
     run_own = {i for start, end in meta.get("run_parts", []) for i in range(start, end)}

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import json
 import mimetypes
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import anyio.to_thread
 from starlette.requests import Request
@@ -26,13 +26,11 @@ from starlette.responses import (
 )
 
 from loopkit_board.artifacts import open_run_file
-from loopkit_board.limits import LimitReached
-from loopkit_board.service import BoardError, CardNotFoundError, QueuedRun
+from loopkit_board.limits import LimitReached, StreamSlots
+from loopkit_board.responses import OpenFileResponse, paths_shown, queued
+from loopkit_board.service import BoardError, BoardService
 
-if TYPE_CHECKING:
-    from loopkit_board.app import Board
-
-__all__ = ["RunPages", "parse_after"]
+__all__ = ["PageHost", "RunPages", "parse_after"]
 
 _AFTER_DIGITS = 9
 #: Media types of the run's text files (served as text, never run as HTML).
@@ -53,10 +51,34 @@ def _who(request: Request) -> str | None:
     return str(user) if user else None
 
 
-class RunPages:
-    """The run routes of one :class:`~loopkit_board.app.Board`."""
+class PageHost(Protocol):
+    """What the run routes take from the board that serves them (:class:`~loopkit_board.app.Board`):
+    its service, how it shows paths, its stream slots, and how it renders a page, reads a form and
+    opens an event stream."""
 
-    def __init__(self, board: Board) -> None:
+    @property
+    def service(self) -> BoardService: ...
+
+    @property
+    def shown(self) -> Callable[[object], str]: ...
+
+    @property
+    def streams(self) -> StreamSlots: ...
+
+    def page(
+        self, request: Request, template: str, status: int = 200, *, block: str | None = None,
+        **values: Any,
+    ) -> Response: ...  # fmt: skip
+
+    def form(self, request: Request) -> dict[str, str]: ...
+
+    def stream(self, events: AsyncIterator[dict[str, Any]], login: str) -> Response: ...
+
+
+class RunPages:
+    """The run routes of one board (:class:`PageHost`)."""
+
+    def __init__(self, board: PageHost) -> None:
         self.board = board
         self.service = board.service
         self.shown = board.shown
@@ -132,8 +154,6 @@ class RunPages:
 
     # -- the stream --------------------------------------------------------------------------
     async def run_events(self, request: Request) -> Response:
-        from loopkit_board.app import paths_shown
-
         run_id = request.path_params["run_id"]
         streams = self.board.streams
         login = str(request.scope.get("state", {}).get("login", ""))
@@ -168,8 +188,6 @@ class RunPages:
 
     # -- files -------------------------------------------------------------------------------
     async def run_file(self, request: Request) -> Response:
-        from loopkit_board.app import OpenFileResponse
-
         run_id = request.path_params["run_id"]
         prepared = await self.service.prepared(run_id)
         relative = request.path_params["path"]
@@ -185,8 +203,6 @@ class RunPages:
 
     async def run_log(self, request: Request) -> Response:
         """The run log (``run.jsonl``) as text, wherever the run wrote it."""
-        from loopkit_board.app import OpenFileResponse
-
         prepared = await self.service.prepared(request.path_params["run_id"])
         if prepared is None:
             return PlainTextResponse("the run has not started yet: no log", status_code=404)
@@ -212,8 +228,6 @@ class RunPages:
         return Response(data, media_type="image/png", headers={"Cache-Control": "no-cache"})
 
     async def report(self, request: Request) -> Response:
-        from loopkit_board.app import OpenFileResponse
-
         path = await self.service.report(request.path_params["run_id"])
         fd = None if path is None else open_run_file(path.parent, path.name)
         if fd is None:
@@ -298,18 +312,3 @@ def _has(details: Any, name: str) -> bool:
 
     os.close(fd)
     return True
-
-
-async def queued(enqueued: Awaitable[QueuedRun], shown: Callable[[object], str]) -> Response:
-    """The answer to a request that queued a run: its page (a note says whether it is new;
-    the page shows its place in the queue, live), or the refusal."""
-    try:
-        run = await enqueued
-    except CardNotFoundError as e:
-        return PlainTextResponse(f"run not started: {shown(e)}", status_code=404)
-    except BoardError as e:
-        return PlainTextResponse(f"run not started: {shown(e)}", status_code=400)
-    note = "Queued" if run.created else "This card already has a run; here it is"
-    if run.position:  # the run page keeps this note live: changed or gone as the run moves
-        note += f" (place {run.position} in the queue)"
-    return RedirectResponse(f"/runs/{run.run_id}?message={note}.", status_code=303)

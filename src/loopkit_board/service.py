@@ -53,7 +53,6 @@ totals}, and last ``end`` {state, reason}. See :mod:`loopkit_board.feed`.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 import re
@@ -65,15 +64,17 @@ from typing import TYPE_CHECKING, Any
 from loopkit.abstractions.content import ChatMessage
 from loopkit.cards.card import Card
 from loopkit.cards.config import ConfigError, RunnerConfig
-from loopkit.durable.outage import Outage
 from loopkit.errors import CardError, LoopkitError
+from loopkit_board import chat_room
 from loopkit_board.artifacts import RunArtifacts, merge_findings, run_artifacts
 from loopkit_board.cards import CardEntry, CardFolder
 from loopkit_board.feed import RunEvent, RunFeed
 from loopkit_board.filters import RunFilter
 from loopkit_board.live import BoardWatch
 from loopkit_board.run_index import RunIndex, RunSummary
+from loopkit_board.runs_database import RunsDatabase
 from loopkit_board.shown_paths import PathShortener
+from loopkit_board.trace_link import check_tracing_url, trace_url
 
 if TYPE_CHECKING:
     from loopkit.cards.durable import CardRunRecord, PreparedRun
@@ -91,17 +92,11 @@ __all__ = [
     "RunEvent",
 ]
 
-#: The file of the chat sessions, in the data folder.
-CHATS_FILE = "chats.sqlite"
 #: The role "Test this change" runs (and that a follow-up runs only after a run ended done).
 TEST_ROLE = "test"
 #: Who may be named as having started a run, and a tool name in approval_required.
 _WHO = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.@:+-]{0,99}")
 _TOOL = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,63}")
-
-
-def _log_warning(message: str) -> None:
-    logging.getLogger("loopkit_board").warning(message)
 
 
 class BoardError(LoopkitError):
@@ -160,14 +155,8 @@ class BoardService:
         self.data_dir = Path(data_dir) if data_dir is not None else self.config.runs_dir
         self.chat_model = chat_model
         self.log_poll = log_poll
-        if tracing_url is not None and not (
-            tracing_url.startswith(("http://", "https://")) and "{trace_id}" in tracing_url
-        ):
-            raise ValueError(
-                f"tracing_url {tracing_url!r}: expected a trace viewer's http(s) URL with "
-                "{trace_id} in it, e.g. http://127.0.0.1:6006/projects/UHJvamVjdDox/traces/"
-                "{trace_id}"
-            )
+        if tracing_url is not None:
+            check_tracing_url(tracing_url)
         #: A trace viewer's page of one trace, ``{trace_id}`` in it: each run links there.
         self.tracing_url = tracing_url
         #: Paths as the board and the bot show them (relative to the cards or runs folder).
@@ -178,16 +167,9 @@ class BoardService:
                 (self.data_dir, "data/", "the data folder"),
             ]
         )
-        self._runtime: DurableRuntime | None = None
-        #: The runs database as this process sees it: lost (a page says so, streams wait) or
-        #: reachable; one log line per change (see :meth:`database_lost`).
-        self.outage = Outage(
-            _log_warning,
-            what="the runs database",
-            meanwhile="pages answer 503 and run streams wait; runs go on in their workers",
-        )
-        self._watch: asyncio.Task[None] | None = None
-        self._starting: asyncio.Task[None] | None = None
+        #: The runs database: opened at start, or later when it is not there yet; watched
+        #: when lost (its ``outage`` says so once per change).
+        self.database = RunsDatabase(self.config, self.data_dir)
         self._feeds: dict[str, RunFeed] = {}
         self._prepared: dict[str, PreparedRun] = {}
         #: Every card run, cheaply (lists, filters, the runs' history of a card).
@@ -197,76 +179,18 @@ class BoardService:
 
     # -- lifecycle ---------------------------------------------------------------------------
     async def start(self) -> None:
-        """Open the durable runs' database (created on first use)."""
-        from loopkit.demo.durable_runs import database_for
-        from loopkit.durable.errors import DatabaseUnavailableError
-        from loopkit.durable.runtime import DurableRuntime, process_executor_id
-
-        if self._runtime is not None or self._starting is not None:
-            return
-        self.data_dir.mkdir(parents=True, exist_ok=True)
-        self.config.runs_dir.mkdir(parents=True, exist_ok=True)
-        runtime = DurableRuntime(
-            database_for(self.config),
-            executor_id=process_executor_id("board"),
-            # DBOS logs each failed try of a lost database; the outage gets one line here.
-            log_level="CRITICAL",
-            # A lost database is an answer ("try again"), not a request that hangs.
-            on_lost_database="raise",
-        )
-        try:
-            await runtime.start()
-        except DatabaseUnavailableError as e:
-            # Up without it: pages say so (503) until the database is there, then work.
-            wait = self.outage.lost(e)
-            self._starting = asyncio.create_task(self._start_later(runtime, wait))
-            return
-        self._runtime = runtime
-
-    async def _start_later(self, runtime: DurableRuntime, wait: float) -> None:
-        from loopkit.durable.errors import DatabaseUnavailableError
-
-        while True:
-            await asyncio.sleep(wait)
-            try:
-                await runtime.start()
-            except DatabaseUnavailableError as e:
-                wait = self.outage.lost(e)
-                continue
-            self._runtime = runtime
-            self.outage.back()
-            return
+        """Open the durable runs' database (created on first use; the service is up without it
+        and opens it once it is there)."""
+        await self.database.start()
 
     def database_lost(self, error: BaseException) -> None:
         """A call found the runs database unreachable: say so (once per outage) and watch for
         its return in the background (which says so, once)."""
-        self.outage.lost(error)
-        if self._watch is None or self._watch.done():
-            self._watch = asyncio.create_task(self._watch_database(), name="runs database")
-
-    async def _watch_database(self) -> None:
-        from loopkit.durable.database import is_database_unavailable
-
-        while self._runtime is not None:
-            try:
-                await self._runtime.check_database()
-            except Exception as e:
-                if not is_database_unavailable(e):
-                    raise
-                await asyncio.sleep(self.outage.lost(e))
-                continue
-            self.outage.back()
-            return
+        self.database.lost(error)
 
     async def stop(self) -> None:
         """Close the database (runs go on in their workers)."""
-        for task in (self._watch, self._starting):
-            if task is not None:
-                task.cancel()
-        self._starting = None
-        runtime, self._runtime = self._runtime, None
-        if runtime is not None:
-            await runtime.stop()
+        await self.database.stop()
 
     async def __aenter__(self) -> BoardService:
         await self.start()
@@ -277,15 +201,16 @@ class BoardService:
 
     @property
     def runtime(self) -> DurableRuntime:
-        if self._runtime is None:
-            if self._starting is not None:
+        runtime = self.database.runtime
+        if runtime is None:
+            if self.database.starting:
                 from loopkit.durable.errors import DatabaseUnavailableError
 
                 raise DatabaseUnavailableError(
                     "the runs database could not be reached yet; the board keeps trying"
                 )
             raise BoardError("the board service is not started: use `async with service:`")
-        return self._runtime
+        return runtime
 
     # -- cards -------------------------------------------------------------------------------
     @property
@@ -551,8 +476,7 @@ class BoardService:
         log's ``trace`` line names the trace: docs/observability.md)."""
         if self.tracing_url is None or prepared is None:
             return None
-        trace_id = trace_id_in_log(Path(prepared.log_path))
-        return None if trace_id is None else self.tracing_url.replace("{trace_id}", trace_id)
+        return trace_url(self.tracing_url, Path(prepared.log_path))
 
     async def run_details(self, run_id: str) -> RunDetails | None:
         record = await self.get_run(run_id)
@@ -622,21 +546,29 @@ class BoardService:
         return write_report(record, prepared, shown=self.shown)
 
     # -- chat ---------------------------------------------------------------------------------
-    def ask(
+    async def ask(
         self, run_id: str, question: str, *, session_id: str | None = None
     ) -> AsyncIterator[str]:
         """Ask about a run: the run's conversation (seeded into the chat's session the first
         time) plus every earlier question and answer go to the chat model; the answer streams
         back piece by piece and is stored with the question (:mod:`loopkit_board.chat_room`)."""
-        from loopkit_board.chat_room import ask
-
-        return ask(self, run_id, question, session_id=session_id)
+        if not question.strip():
+            raise BoardError("the question is empty")
+        prepared = await self.prepared(run_id)
+        if prepared is None:
+            if await self.get_run(run_id) is None:
+                raise BoardError(f"there is no run {run_id!r}")
+            raise BoardError(f"run {run_id} has not started yet; ask once it has")
+        answer = chat_room.ask(
+            self.data_dir, run_id, prepared, question,
+            chat_model=self.chat_model, api_base=self.config.api_base, session_id=session_id,
+        )  # fmt: skip
+        async for piece in answer:
+            yield piece
 
     async def chat_history(self, run_id: str, session_id: str | None = None) -> list[ChatMessage]:
         """The chat's questions and answers (without the run's own messages)."""
-        from loopkit_board.chat_room import chat_history
-
-        return await chat_history(self, run_id, session_id)
+        return await chat_room.chat_history(self.data_dir, run_id, session_id)
 
     # -- findings ----------------------------------------------------------------------------
     async def findings(self) -> list[dict[str, Any]]:
@@ -660,28 +592,3 @@ def _files_beside(log: Path) -> tuple[str, ...]:
 
     images, reports, _ = list_run_files(log.parent)
     return (*images, *reports)
-
-
-def trace_id_in_log(path: Path, max_lines: int = 200) -> str | None:
-    """The trace id a run log's ``trace`` line names (written at the run's first request,
-    near the top), or None."""
-    import json
-
-    try:
-        with path.open(encoding="utf-8") as lines:
-            for number, line in enumerate(lines):
-                if number >= max_lines:
-                    break
-                if '"trace"' not in line:
-                    continue
-                try:
-                    entry = json.loads(line)
-                except json.JSONDecodeError:
-                    continue
-                data = entry.get("data") if entry.get("type") == "trace" else None
-                trace_id = data.get("trace_id") if isinstance(data, dict) else None
-                if isinstance(trace_id, str) and len(trace_id) == 32 and trace_id.isalnum():
-                    return trace_id
-    except OSError:
-        return None
-    return None

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from loopkit_tools.condense import condense, relevant_lines
-from loopkit_tools.config import ReadyCheck, ToolsConfig
+from loopkit_tools.config import ReadyCheck, ToolsConfig, WindowCheck
 from loopkit_tools.git import CommitResult, GitCommitter
 from loopkit_tools.local_tools import LocalTools
 from loopkit_tools.paging import page_lines
@@ -42,6 +42,7 @@ __all__ = [
     "Rule",
     "SearchHit",
     "ToolsConfig",
+    "WindowCheck",
     "WorkspaceGuard",
     "WrongTerm",
     "condense",

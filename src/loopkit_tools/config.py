@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 import sys
 from pathlib import Path, PurePosixPath
-from typing import Literal
+from typing import Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -30,6 +30,16 @@ def _check_relative_folder(value: str, what: str) -> str:
     return "." if normalized in ("", ".") else normalized
 
 
+class WindowCheck(Protocol):
+    """Whether the application ``app_name`` shows a window, waiting at most ``timeout`` seconds:
+    the check behind ``app_ready`` kind ``window``. It blocks (``start_app`` calls it in a worker
+    thread) and answers False when no window is shown in time. The UI package has one,
+    ``wait_app.window_shown`` (the ``ui`` extra); whoever assembles the tools passes it to
+    :class:`~loopkit_tools.LocalTools` (this package never imports the UI package)."""
+
+    def __call__(self, app_name: str, timeout: float) -> bool: ...
+
+
 class ReadyCheck(BaseModel):
     """How ``start_app`` decides the app is ready (the app may not expose a "window appears" event).
 
@@ -37,7 +47,7 @@ class ReadyCheck(BaseModel):
     - ``file``: wait until ``path`` (relative to root, or absolute) exists.
     - ``command``: run ``command`` (argv) every ``interval_s`` until it exits with status 0.
     - ``window``: wait until the application ``app_name`` shows a window on the accessibility bus,
-      checked in this process by ``loopkit_ui`` (the ``ui`` extra), without starting a probe.
+      checked in this process by the :class:`WindowCheck` given to ``LocalTools`` (no probe).
     The app is checked between polls: if it exits, ``start_app`` reports its exit code and output.
     """
 

@@ -27,7 +27,7 @@ from typing import IO, Annotated, Any
 from loopkit.abstractions import FunctionTool, Tool, ToolError
 from loopkit_tools.build_state import BuildState
 from loopkit_tools.condense import condense
-from loopkit_tools.config import ReadyCheck, ToolsConfig
+from loopkit_tools.config import ReadyCheck, ToolsConfig, WindowCheck
 from loopkit_tools.git import GitCommitter
 from loopkit_tools.paging import page_lines
 from loopkit_tools.processes import ProcessGroup, run_command
@@ -41,8 +41,12 @@ class LocalTools:
     Processes also never outlive the Python process itself (see :mod:`loopkit_tools.processes`).
     """
 
-    def __init__(self, config: ToolsConfig | None = None) -> None:
+    def __init__(
+        self, config: ToolsConfig | None = None, *, window_check: WindowCheck | None = None
+    ) -> None:
         self.config = config or ToolsConfig()
+        #: The check of ``app_ready`` kind ``window`` (the UI package's ``wait_app.window_shown``).
+        self.window_check = window_check
         self.root = self.config.resolved_root()
         self.guard = WorkspaceGuard(
             self.root,
@@ -322,21 +326,15 @@ class LocalTools:
     async def _window_shown(self, check: ReadyCheck, end: float) -> bool:
         """Whether the app shows a window on the accessibility bus (waiting at most 3 s: the app
         is checked between calls)."""
-        try:
-            from loopkit_ui.backends.protocol import UIError
-            from loopkit_ui.wait_app import wait_for_window
-        except ImportError:
+        if self.window_check is None:
             raise ToolError(
-                "app_ready kind 'window' needs loopkit_ui (install the ui extra), or use kind "
-                "'command' or 'delay'"
-            ) from None
+                "app_ready kind 'window' needs a window check: pass LocalTools(config, "
+                "window_check=...) the UI package's wait_app.window_shown (the ui extra), or use "
+                "kind 'command' or 'delay'"
+            )
         assert check.app_name is not None
         within = min(3.0, max(0.05, end - time.monotonic()))
-        try:
-            await asyncio.to_thread(wait_for_window, check.app_name, within)
-        except UIError:
-            return False
-        return True
+        return await asyncio.to_thread(self.window_check, check.app_name, within)
 
     async def start_app(self) -> str:
         async with self._lock:

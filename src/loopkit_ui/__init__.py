@@ -38,8 +38,8 @@ _EXPORTS: dict[str, str] = {
     "WindowInfo": "loopkit_ui.backends.protocol",
     "WindowReport": "loopkit_ui.backends.protocol",
     "diff_trees": "loopkit_ui.backends.diff",
-    "DesktopError": "loopkit_ui.session",
-    "HeadlessDesktop": "loopkit_ui.session",
+    "DesktopError": "loopkit_ui.headless_desktop",
+    "HeadlessDesktop": "loopkit_ui.headless_desktop",
 }
 
 if TYPE_CHECKING:
@@ -67,7 +67,7 @@ if TYPE_CHECKING:
         WindowInfo,
         WindowReport,
     )
-    from loopkit_ui.session import DesktopError, HeadlessDesktop
+    from loopkit_ui.headless_desktop import DesktopError, HeadlessDesktop
     from loopkit_ui.snapshot import RefTable, SnapshotLimits, render_delta, render_outline
 else:
     # Hidden from type checkers: a module ``__getattr__`` would make any misspelt name "Any".

@@ -1,6 +1,6 @@
 """The desktop guard: ends a headless desktop whose owner died, even by SIGKILL.
 
-:class:`~loopkit_ui.session.HeadlessDesktop` starts this file as a tiny separate process
+:class:`~loopkit_ui.headless_desktop.HeadlessDesktop` starts this file as a tiny separate process
 (``python -I -S desktop_guard.py MARKER GRACE``, its own session, so a Ctrl-C or a ``killpg`` of the
 owner's group does not reach it) before any daemon. Its stdin is a pipe whose write end only the
 owner holds (close-on-exec, so no child inherits it). The owner writes one line per thing to end:

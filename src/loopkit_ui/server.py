@@ -262,10 +262,10 @@ def _service(args: argparse.Namespace, launch: list[str] | None) -> UIService:
     import signal as signals
 
     from loopkit_ui.backends.protocol import UIError
-    from loopkit_ui.service import UIService
 
     # The desktop's own helper: SIGTERM to the child when this (main) thread's process dies.
-    from loopkit_ui.session import _pdeathsig as parent_death_signal
+    from loopkit_ui.headless_desktop import _pdeathsig as parent_death_signal
+    from loopkit_ui.service import UIService
 
     try:
         return UIService(

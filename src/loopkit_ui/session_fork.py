@@ -35,8 +35,8 @@ import time
 import traceback
 from collections.abc import Callable, Mapping
 
-from loopkit_ui.session import DesktopError, HeadlessDesktop
-from loopkit_ui.session_cli import _become_subreaper, _end_orphans, _Signals, _wait_reaping
+from loopkit_ui.desktop_command import CommandSignals, become_subreaper, end_orphans, wait_reaping
+from loopkit_ui.headless_desktop import DesktopError, HeadlessDesktop
 
 __all__ = ["can_fork", "run_forked_on_desktop"]
 
@@ -113,7 +113,7 @@ def _run_child(
             prctl(_PR_SET_NAME, ctypes.c_char_p(name.encode()[:15]), 0, 0, 0)
     if os.getppid() != parent:  # the parent died before prctl took effect
         return _CRASHED
-    for signum in _Signals.SIGNALS:  # the work installs its own
+    for signum in CommandSignals.SIGNALS:  # the work installs its own
         signal.signal(signum, signal.SIG_DFL)
     os.environ.clear()
     os.environ.update(env)
@@ -127,7 +127,7 @@ def _fork(work: Callable[[], int], env: Mapping[str, str], name: str | None) -> 
             stream.flush()
     # Stop signals are held across the fork: the child sets its own handlers before taking
     # them, the parent forwards the ones that land meanwhile as soon as the child is attached.
-    held = signal.pthread_sigmask(signal.SIG_BLOCK, set(_Signals.SIGNALS))
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, set(CommandSignals.SIGNALS))
     try:
         pid = os.fork()
         if pid == 0:  # the child never returns from here
@@ -186,9 +186,9 @@ def run_forked_on_desktop(
     ignored (the work meets them itself)."""
     if not can_fork():
         raise RuntimeError("run_forked_on_desktop needs Linux and a process with one thread")
-    previous = {signum: signal.getsignal(signum) for signum in _Signals.SIGNALS}
-    signals = _Signals()  # a signal during the desktop's start tears it down: 130
-    _become_subreaper()
+    previous = {signum: signal.getsignal(signum) for signum in CommandSignals.SIGNALS}
+    signals = CommandSignals()  # a signal during the desktop's start tears it down: 130
+    become_subreaper()
     desktop = HeadlessDesktop(screen=screen)
     try:
         try:
@@ -201,13 +201,13 @@ def run_forked_on_desktop(
             signals.spawning = True
             child = _fork(work, desktop.child_env(env), name)
             signals.attach(child)  # type: ignore[arg-type]  # duck-typed Popen
-            status = _wait_reaping(child, desktop)  # type: ignore[arg-type]
+            status = wait_reaping(child, desktop)  # type: ignore[arg-type]
         except DesktopError as e:
             print(f"error: the headless desktop did not start: {e}", file=sys.stderr)
             return 1
         finally:
             signals.tearing_down = True
-            _end_orphans(desktop)
+            end_orphans(desktop)
             desktop.stop()
     except KeyboardInterrupt:  # before the child started; the desktop is torn down
         return 130

@@ -39,8 +39,8 @@ from loopkit.abstractions import FunctionTool, Tool, ToolError
 from loopkit.errors import LoopkitError
 from loopkit.run_context import current_run
 from loopkit_ui.backends import TreeSnapshot
+from loopkit_ui.regression_script import write_script
 from loopkit_ui.scripts.findings import Finding, crash_signs, first_stack_line, normalise_stack_line
-from loopkit_ui.scripts.loader import ScriptLoadError, load_script, validate_document
 from loopkit_ui.scripts.oracles import WindowContent, window_content, window_finding
 from loopkit_ui.scripts.report import write_gif, write_report
 from loopkit_ui.scripts.results import CriterionResult, RunResult, StepResult
@@ -72,7 +72,6 @@ TESTER_TOOL_NAMES = (
 )
 #: The verdicts :meth:`TesterTools.end` writes.
 EndStatus = Literal["passed", "failed", "error", "cancelled"]
-_SCRIPT_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
 _MAX_EVIDENCE = 20_000
 #: The run's record so far, in the report folder (see TesterTools.record_path).
 RECORD_FILE = "record.json"
@@ -443,41 +442,13 @@ class TesterTools:
         ],
     ) -> str:
         """Validate, write and run once a regression script; answers the runner's verdict."""
-        if not _SCRIPT_NAME.match(name):
-            raise ToolError(
-                f"name {name!r}: expected 1 to 64 characters of a-z, 0-9, - and _ (no folder, "
-                "no .json)"
-            )
-        if isinstance(script, str):
-            try:
-                script = json.loads(script)
-            except json.JSONDecodeError as e:
-                raise ToolError(
-                    f"script: not valid JSON at line {e.lineno}, column {e.colno}: {e.msg}"
-                ) from None
-            if not isinstance(script, dict):
-                raise ToolError("script: expected a JSON object with name and steps")
-        document = dict(script)
-        if "app" not in document and "imports" not in document and self.config.default_app:
-            document["app"] = self.config.default_app
-        if "oracles" not in document and self.config.default_oracles:
-            document["oracles"] = self.config.default_oracles
-        label = f"regression script {name!r}"
-        try:
-            validate_document(document, label)
-        except ScriptLoadError as error:
-            raise ToolError(_problems(label, error)) from None
-        folder = self.config.scripts_dir
-        folder.mkdir(parents=True, exist_ok=True)
-        path = folder / f"{name}.json"
-        if path.is_symlink() or (path.exists() and not path.is_file()):
-            raise ToolError(f"{label}: {path} exists and is not a regular file")
-        path.write_text(json.dumps(document, indent=2, ensure_ascii=False) + "\n", "utf-8")
-        try:
-            load_script(path)  # imports and sub-scripts resolved, as the runner will
-        except ScriptLoadError as error:
-            path.unlink(missing_ok=True)
-            raise ToolError(_problems(label, error)) from None
+        path = write_script(
+            self.config.scripts_dir,
+            name,
+            script,
+            default_app=self.config.default_app,
+            default_oracles=self.config.default_oracles,
+        )
         verdict = await self._run_script(path)
         with self._lock:
             self.regressions.append(verdict)
@@ -574,11 +545,6 @@ def _one_line(what: str, text: str, limit: int) -> str:
     if not text:
         raise ToolError(f"{what}: expected a short text, got nothing")
     return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def _problems(label: str, error: ScriptLoadError) -> str:
-    listed = "\n".join(f"- {e}" for e in error.errors)
-    return f"{label} is not valid for the script runner ({len(error.errors)} problem(s)):\n{listed}"
 
 
 _DESCRIPTIONS = {

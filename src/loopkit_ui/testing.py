@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from loopkit_ui.session import DesktopError, HeadlessDesktop
+from loopkit_ui.headless_desktop import DesktopError, HeadlessDesktop
 
 __all__ = ["ToolAnswer", "UIServerClient", "desktop_available", "headless_desktop", "running_app"]
 

@@ -23,7 +23,7 @@ from loopkit_ui.cli_input import (
     positive_seconds,
 )
 
-__all__ = ["main", "wait_for_window"]
+__all__ = ["main", "wait_for_window", "window_shown"]
 
 PROG = "python -m loopkit_ui.wait_app"
 _POLL_S = 0.02  # a look at the bus costs a few D-Bus calls, about a millisecond
@@ -46,8 +46,7 @@ def _parser() -> OneLineParser:
 def wait_for_window(app_name: str, timeout: float, backend_name: str | None = None) -> str:
     """Wait until ``app_name`` is registered and lists a window; answer what was seen.
     Raises :class:`~loopkit_ui.backends.protocol.UIError` when it is not ready in ``timeout``.
-    Also called in process, from a worker thread (``loopkit_tools``' ``app_ready`` kind
-    ``window``)."""
+    Also called in process, from a worker thread (through :func:`window_shown`)."""
     from loopkit_ui.backends import create_backend
     from loopkit_ui.backends.protocol import AppNotFoundError, UIError
 
@@ -71,6 +70,19 @@ def wait_for_window(app_name: str, timeout: float, backend_name: str | None = No
             time.sleep(_POLL_S)
     finally:
         backend.close()
+
+
+def window_shown(app_name: str, timeout: float) -> bool:
+    """Whether ``app_name`` shows a window within ``timeout`` seconds (:func:`wait_for_window`
+    as a yes or no): the check ``loopkit_tools.LocalTools`` takes as its ``window_check``, for
+    ``app_ready`` kind ``window``."""
+    from loopkit_ui.backends.protocol import UIError
+
+    try:
+        wait_for_window(app_name, timeout)
+    except UIError:
+        return False
+    return True
 
 
 def main(argv: Sequence[str] | None = None) -> int:

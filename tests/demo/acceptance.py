@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from loopkit import Card
-from loopkit_ui.session import HeadlessDesktop
+from loopkit_ui.headless_desktop import HeadlessDesktop
 from loopkit_ui.testing import ToolAnswer, UIServerClient, running_app
 
 CARDS = Path(__file__).resolve().parents[2] / "examples" / "cards"

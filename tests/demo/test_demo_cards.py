@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from loopkit import Card, CardState
-from loopkit_ui.session import HeadlessDesktop
+from loopkit_ui.headless_desktop import HeadlessDesktop
 
 from .acceptance import ACCEPTANCE, CriterionNotMet, app_under_test
 from .helpers import CARD_NAMES, ROOT, copy_card, run_demo

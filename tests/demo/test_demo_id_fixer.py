@@ -20,7 +20,7 @@ from loopkit.demo.id_fixer_tools import child_transcript
 from loopkit.demo.progress import LiveProgress
 from loopkit.demo.run import bundled_transcripts
 from loopkit_tools.id_fixer import FILE_TOOLS, ID_FIXER_TOOL
-from loopkit_ui.session import HeadlessDesktop
+from loopkit_ui.headless_desktop import HeadlessDesktop
 from tests.fakes.fake_llm_server import FakeLLMServer, ScriptedToolCall, Turn
 
 from .helpers import ID_CARD, ROOT, copy_card, run_demo

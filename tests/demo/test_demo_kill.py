@@ -17,7 +17,7 @@ import pytest
 
 from loopkit import Card, CardState
 from loopkit.demo.__main__ import exit_status
-from loopkit_ui.session import HeadlessDesktop
+from loopkit_ui.headless_desktop import HeadlessDesktop
 
 from .helpers import (
     carrying,

@@ -18,8 +18,8 @@ import pytest
 
 from loopkit import Card, CardState, Script
 from loopkit.demo.run import bundled_transcripts
+from loopkit_ui.headless_desktop import HeadlessDesktop
 from loopkit_ui.scripts import ResultStore, RunnerConfig, ScriptRunner
-from loopkit_ui.session import HeadlessDesktop
 
 from .helpers import ROOT, copy_card, run_demo
 

@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from loopkit_board.service import BoardService, trace_id_in_log
+from loopkit_board.service import BoardService
+from loopkit_board.trace_link import trace_id_in_log
 
 TRACE = "0af7651916cd43dd8448eb211c80319c"
 

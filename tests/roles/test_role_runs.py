@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from loopkit import Card, CardState
-from loopkit_ui.session import HeadlessDesktop
+from loopkit_ui.headless_desktop import HeadlessDesktop
 from tests.demo.helpers import ROOT, copy_card, demo_env, run_demo
 from tests.installed import import_or_unavailable
 

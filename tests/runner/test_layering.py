@@ -53,19 +53,6 @@ MAY_IMPORT: dict[str, set[str]] = {
     },
 }
 
-# What the structure branches of issue 26 remove; on this branch the checks below fail for them.
-# The lead removes these marks after merging (strict: a check that passes unmarked fails here).
-KNOWN = pytest.mark.xfail(strict=True, reason="issue 26: removed by the structure branches")
-# loopkit_tools/local_tools.py imports loopkit_ui.backends.protocol and loopkit_ui.wait_app
-KNOWN_WRONG_WAY = {"loopkit_tools"}
-KNOWN_CIRCLES = {
-    "loopkit_board",  # app <-> run_pages, service <-> chat_room
-    "loopkit_ui",  # session <-> session_cli
-}
-KNOWN_BIG = {
-    "src/loopkit_board/service.py",
-    "src/loopkit_ui/tester_tools.py",
-}
 MAX_LINES = 600
 
 
@@ -84,12 +71,6 @@ def circle_area(module: str) -> str:
         return parts[0] if parts[0] in COMPANIONS else "scripts"
     is_package = len(parts) > 1 and (PACKAGE / parts[1]).is_dir()
     return f"loopkit.{parts[1]}" if is_package else "loopkit (root modules)"
-
-
-def _marked(values: list[str], known: set[str]) -> list[object]:
-    return [
-        pytest.param(v, marks=KNOWN, id=v) if v in known else pytest.param(v, id=v) for v in values
-    ]
 
 
 def library_files() -> list[Path]:
@@ -134,7 +115,7 @@ def test_the_top_level_names_the_application_only_for_the_type_checker() -> None
     assert not eager, f"src/loopkit/__init__.py imports the application at run time: {eager}"
 
 
-@pytest.mark.parametrize("part", _marked(sorted(MAY_IMPORT), KNOWN_WRONG_WAY))
+@pytest.mark.parametrize("part", sorted(MAY_IMPORT))
 def test_each_part_imports_only_the_parts_below_it(part: str) -> None:
     allowed = MAY_IMPORT[part] | {part}
     if part == "library":  # the top-level __init__'s TYPE_CHECKING names: the test above
@@ -156,12 +137,10 @@ def test_the_rules_say_what_the_architecture_says() -> None:
     assert set(MAY_IMPORT) == {"library", *(f"loopkit.{a}" for a in APPLICATION), *COMPANIONS}
 
 
-CIRCLE_AREAS = sorted(
-    {circle_area(n) for n in module_files()} | KNOWN_CIRCLES,
-)
+CIRCLE_AREAS = sorted({circle_area(n) for n in module_files()})
 
 
-@pytest.mark.parametrize("area", _marked(CIRCLE_AREAS, KNOWN_CIRCLES))
+@pytest.mark.parametrize("area", CIRCLE_AREAS)
 def test_no_import_circles(area: str) -> None:
     found = [c for c in circles() if area in {circle_area(m) for m in c}]
     described = "\n".join(
@@ -200,16 +179,5 @@ def source_files() -> list[str]:
 
 
 def test_no_module_over_600_lines() -> None:
-    big = {
-        f: lines_of(ROOT / f)
-        for f in source_files()
-        if f not in KNOWN_BIG and lines_of(ROOT / f) > MAX_LINES
-    }
+    big = {f: lines_of(ROOT / f) for f in source_files() if lines_of(ROOT / f) > MAX_LINES}
     assert not big, f"modules over {MAX_LINES} lines (split each by concept): {big}"
-
-
-@pytest.mark.parametrize("path", sorted(KNOWN_BIG))
-@KNOWN
-def test_a_known_big_module_is_split(path: str) -> None:
-    file = ROOT / path
-    assert not file.exists() or lines_of(file) <= MAX_LINES, f"{path}: {lines_of(file)} lines"

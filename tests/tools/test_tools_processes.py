@@ -215,6 +215,32 @@ async def test_ready_command_and_ready_timeout(workspace: Workspace) -> None:
         assert local.app_pid is not None
 
 
+async def test_window_readiness_asks_the_check_it_was_given(workspace: Workspace) -> None:
+    """Kind ``window`` asks the WindowCheck that whoever assembles the tools passes in (the UI
+    package's wait_app.window_shown in the demo; tests/ui/test_wait_app.py runs that one on a
+    real desktop); without one, start_app says what to pass and leaves no process behind."""
+    cfg = app_config(workspace)
+    cfg.app_ready = ReadyCheck(kind="window", app_name="the_app", timeout_s=30, interval_s=0.05)
+    asked: list[tuple[str, float]] = []
+
+    def shown_once_started(app_name: str, timeout: float) -> bool:
+        asked.append((app_name, timeout))
+        return (workspace.base / "pids.txt").exists()
+
+    async with LocalTools(cfg, window_check=shown_once_started) as local:
+        assert "readiness check passed" in await local.start_app()
+        assert asked and {name for name, _ in asked} == {"the_app"}
+        assert all(0 < within <= 3.0 for _, within in asked)  # each check waits at most 3 s
+    (workspace.base / "pids.txt").unlink()
+    async with LocalTools(cfg) as local:
+        with pytest.raises(ToolError, match="app_ready kind 'window' needs a window check"):
+            await local.start_app()
+        assert local.app_pid is None
+    if (workspace.base / "pids.txt").exists():  # it got that far before it was stopped
+        app_pid, child_pid, _ = read_pids(workspace)
+        assert wait_until(lambda: not pid_alive(app_pid) and not pid_alive(child_pid))
+
+
 async def test_missing_program_is_a_clear_error(workspace: Workspace) -> None:
     cfg = workspace.config(app_command=["/nonexistent/program-xyz"])
     async with LocalTools(cfg) as local:

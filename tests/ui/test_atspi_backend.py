@@ -24,7 +24,7 @@ from loopkit_ui.backends.protocol import (
     TreeNode,
     UIError,
 )
-from loopkit_ui.session import HeadlessDesktop
+from loopkit_ui.headless_desktop import HeadlessDesktop
 from loopkit_ui.testing import running_app
 
 from .conftest import MINI_APP, PYTHON

@@ -31,7 +31,7 @@ from loopkit_ui.backends.dbus_client import (
     Method,
     Signal,
 )
-from loopkit_ui.session import HeadlessDesktop
+from loopkit_ui.headless_desktop import HeadlessDesktop
 
 pytestmark = [pytest.mark.ui, pytest.mark.integration]
 

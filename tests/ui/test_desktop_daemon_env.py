@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from loopkit_ui.session import HeadlessDesktop
+from loopkit_ui.headless_desktop import HeadlessDesktop
 from loopkit_ui.testing import desktop_available
 
 pytestmark = [

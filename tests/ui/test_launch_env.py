@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from loopkit_ui.session import HeadlessDesktop
+from loopkit_ui.headless_desktop import HeadlessDesktop
 from loopkit_ui.testing import UIServerClient
 
 from .conftest import EXAMPLES_DIR

@@ -10,8 +10,8 @@ import jsonschema
 import pytest
 
 from loopkit_ui.backends.protocol import TreeNode, TreeSnapshot
+from loopkit_ui.headless_desktop import HeadlessDesktop
 from loopkit_ui.missing_ids import MAX_ELEMENTS, find_missing_ids, missing_ids
-from loopkit_ui.session import HeadlessDesktop
 from loopkit_ui.testing import UIServerClient, running_app
 
 from .conftest import EXAMPLES_DIR, PYTHON

@@ -24,7 +24,7 @@ import jsonschema
 import pytest
 
 import loopkit
-from loopkit_ui.session import HeadlessDesktop
+from loopkit_ui.headless_desktop import HeadlessDesktop
 from tests.installed import unavailable
 
 from . import http_probe as hp

@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
+from loopkit_ui.headless_desktop import HeadlessDesktop
 from loopkit_ui.recording import ffmpeg_command
-from loopkit_ui.session import HeadlessDesktop
 from loopkit_ui.testing import UIServerClient, running_app
 from tests.installed import ffmpeg_or_unavailable
 from tests.processes import processes_with, unique_marker

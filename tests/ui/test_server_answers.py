@@ -14,7 +14,7 @@ import jsonschema
 import pytest
 
 import loopkit
-from loopkit_ui.session import HeadlessDesktop
+from loopkit_ui.headless_desktop import HeadlessDesktop
 from loopkit_ui.testing import ToolAnswer, UIServerClient, running_app
 
 from .conftest import EXAMPLES_DIR, PYTHON

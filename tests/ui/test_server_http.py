@@ -27,7 +27,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from loopkit.mcp import MCPServerConfig
-from loopkit_ui.session import HeadlessDesktop
+from loopkit_ui.headless_desktop import HeadlessDesktop
 from loopkit_ui.testing import running_app
 from tests.ports import closed_port
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from loopkit_ui.session import HeadlessDesktop
+from loopkit_ui.headless_desktop import HeadlessDesktop
 from loopkit_ui.testing import running_app
 
 from .conftest import MINI_APP, PYTHON

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from loopkit_ui.session import HeadlessDesktop
+from loopkit_ui.headless_desktop import HeadlessDesktop
 from loopkit_ui.testing import UIServerClient, running_app
 from tests.processes import processes_with, unique_marker
 

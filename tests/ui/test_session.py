@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from loopkit_ui.session import HeadlessDesktop
+from loopkit_ui.headless_desktop import HeadlessDesktop
 from loopkit_ui.testing import desktop_available
 
 pytestmark = [
@@ -169,7 +169,7 @@ def _survivors(pids: set[int], within: float = 20.0) -> list[int]:
 _OWNER = textwrap.dedent(
     """
     import json, subprocess, sys, time
-    from loopkit_ui.session import HeadlessDesktop
+    from loopkit_ui.headless_desktop import HeadlessDesktop
     desktop = HeadlessDesktop().start()
     # Wake the AT-SPI registry too (activated on the accessibility bus on first use).
     subprocess.run(["dbus-send", "--bus=" + desktop.a11y_bus_address, "--print-reply",

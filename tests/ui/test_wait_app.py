@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from loopkit_ui.session import HeadlessDesktop
+from loopkit_ui.headless_desktop import HeadlessDesktop
 from loopkit_ui.testing import running_app
-from loopkit_ui.wait_app import wait_for_window
+from loopkit_ui.wait_app import wait_for_window, window_shown
 
 from .conftest import EXAMPLES_DIR, PYTHON
 
@@ -79,7 +79,8 @@ def _tools(tmp_path: Path, app_command: list[str], app_name: str, timeout_s: flo
             app_ready=ReadyCheck(kind="window", app_name=app_name, timeout_s=timeout_s),
             app_output_file=tmp_path / "app-output.log",
             stop_grace_s=2.0,
-        )
+        ),
+        window_check=window_shown,  # the UI side's check, passed in as the demo's assembly does
     )
 
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from loopkit_ui.headless_desktop import HeadlessDesktop
 from loopkit_ui.scripts import RunnerConfig, ScriptRunner, SyslogFileSource
-from loopkit_ui.session import HeadlessDesktop
 from tests.installed import unavailable
 
 REPO = Path(__file__).resolve().parents[2]

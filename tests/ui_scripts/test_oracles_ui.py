@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
+from loopkit_ui.headless_desktop import HeadlessDesktop
 from loopkit_ui.scripts import OracleSuite, ResultStore, load_script, write_walk
 from loopkit_ui.scripts.app import AppProcess
 from loopkit_ui.scripts.findings import fingerprint
 from loopkit_ui.scripts.model import AppConfig, OracleConfig
-from loopkit_ui.session import HeadlessDesktop
 
 from .conftest import FLASH_APP, LIBRARY, PYTHON, REPO, SCRIPTS, RunnerFactory
 

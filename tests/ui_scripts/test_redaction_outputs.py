@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
+from loopkit_ui.headless_desktop import HeadlessDesktop
 from loopkit_ui.scripts import ResultStore, RunnerConfig, RunResult, ScriptRunner
 from loopkit_ui.scripts.findings import Finding
 from loopkit_ui.scripts.redact import redacted_result
 from loopkit_ui.scripts.report import write_report
 from loopkit_ui.scripts.results import StepResult
-from loopkit_ui.session import HeadlessDesktop
 from tests.secret_corpus import (
     LATE,
     all_secrets,

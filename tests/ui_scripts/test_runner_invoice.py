@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
+from loopkit_ui.headless_desktop import HeadlessDesktop
 from loopkit_ui.scripts import ResultStore, RunnerConfig, RunResult, ScriptRunner, SyslogFileSource
-from loopkit_ui.session import HeadlessDesktop
 
 from .conftest import SCRIPTS, Syslog
 

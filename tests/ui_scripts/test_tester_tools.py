@@ -15,9 +15,9 @@ import pytest
 from loopkit.abstractions import ToolError
 from loopkit_ui import tester_tools
 from loopkit_ui.backends import TreeNode, TreeSnapshot
+from loopkit_ui.headless_desktop import HeadlessDesktop
 from loopkit_ui.scripts import ResultStore, RunResult
 from loopkit_ui.scripts.oracles import window_content, window_finding
-from loopkit_ui.session import HeadlessDesktop
 from tests.secret_corpus import LATE, leaks, plant_environment, planted_text
 
 from .conftest import REPO

@@ -66,8 +66,9 @@ def check_log_destination(config: RunnerConfig) -> None:
 def check_durable(config: RunnerConfig) -> None:
     """Durable runs can start: DBOS is installed and the database setting makes sense (nothing
     is created here)."""
+    from loopkit.durable.dbos_import import check_dbos_installed
     from loopkit.durable.errors import DurableError
-    from loopkit.durable.runtime import DEFAULT_DATABASE_FILE, check_dbos_installed, database_url
+    from loopkit.durable.runtime import DEFAULT_DATABASE_FILE, database_url
 
     try:
         check_dbos_installed()  # imported later, while the desktop starts (demo/__main__.py)

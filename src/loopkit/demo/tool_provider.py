@@ -118,7 +118,15 @@ def local_tools(config: RunnerConfig, scratch: ScratchRepo, role: Role | None = 
     )
     for folder in settings.write_folders:
         (scratch.repo / folder).mkdir(parents=True, exist_ok=True)
-    tools: ToolSource = module.LocalTools(settings)
+    ready = getattr(settings, "app_ready", None)
+    if getattr(ready, "kind", None) == "window":
+        # loopkit_tools does not know the desktop: the UI package's check is passed in (and
+        # imported only then, so a provider or a run without it never loads it).
+        from loopkit_ui.wait_app import window_shown
+
+        tools: ToolSource = module.LocalTools(settings, window_check=window_shown)
+    else:
+        tools = module.LocalTools(settings)
     return tools
 
 

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from loopkit.durable.database import OnLostDatabase, is_database_unavailable, unavailable
-from loopkit.durable.dbos_import import check_dbos_installed, require_dbos
+from loopkit.durable.dbos_import import require_dbos
 from loopkit.durable.errors import DatabaseUnavailableError, DurableError
 from loopkit.durable.executors import process_executor_id
 from loopkit.durable.records import RunRecord, StepRecord, run_record, step_record
@@ -33,17 +33,12 @@ from loopkit.durable.run import active_runs, on_run_start
 if TYPE_CHECKING:
     from dbos import WorkflowHandleAsync
 
-# check_dbos_installed and process_executor_id live in loopkit.durable.dbos_import and
-# loopkit.durable.executors; loopkit/demo and loopkit_board still import them from here until
-# they move their imports (other branches of issue 26), then they leave this list.
 __all__ = [
     "APPLICATION_VERSION",
     "DATABASE_URL_VARIABLE",
     "DEFAULT_DATABASE_FILE",
     "DurableRuntime",
-    "check_dbos_installed",
     "database_url",
-    "process_executor_id",
 ]
 
 #: The environment variable that names the database (it beats the configured default).

@@ -35,7 +35,7 @@ from loopkit_ui.backends.protocol import (
     UITimeoutError,
     WindowInfo,
 )
-from loopkit_ui.session import pid_alive
+from loopkit_ui.headless_desktop import pid_alive
 
 __all__ = ["AtspiCore", "a11y_bus_address"]
 

@@ -105,7 +105,7 @@ def _desktop(enabled: bool) -> Iterator[dict[str, str]]:
     if not enabled:
         yield {}
         return
-    from loopkit_ui.session import HeadlessDesktop
+    from loopkit_ui.headless_desktop import HeadlessDesktop
 
     with HeadlessDesktop() as desktop:
         yield desktop.env
@@ -162,7 +162,7 @@ def _run(args: argparse.Namespace) -> int:
         system_log = None
     elif args.syslog_file:
         system_log = SyslogFileSource(args.syslog_file)
-    from loopkit_ui.session import DesktopError
+    from loopkit_ui.headless_desktop import DesktopError
 
     failed = 0
     try:

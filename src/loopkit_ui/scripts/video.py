@@ -28,7 +28,7 @@ class RunVideos:
             import signal
 
             # The desktop's own helper: ffmpeg gets SIGTERM (and finalizes) if the runner dies.
-            from loopkit_ui.session import _pdeathsig
+            from loopkit_ui.headless_desktop import _pdeathsig
 
             preexec = _pdeathsig(signal.SIGTERM)
         self.recorder = ScreenRecorder(display=display, preexec=preexec)

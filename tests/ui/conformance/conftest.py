@@ -18,7 +18,7 @@ import pytest
 from _pytest.mark.structures import ParameterSet
 
 from loopkit_ui.backends import BACKEND_ENV, default_backend_name
-from loopkit_ui.session import HeadlessDesktop
+from loopkit_ui.headless_desktop import HeadlessDesktop
 from loopkit_ui.testing import UIServerClient, desktop_available
 
 REPO = Path(__file__).resolve().parents[3]
