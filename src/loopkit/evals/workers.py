@@ -17,20 +17,9 @@ import sys
 import time
 from pathlib import Path
 
+from loopkit_tools.processes import pid_alive
+
 __all__ = ["LocalWorkers"]
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:  # a zombie (ended, not yet reaped) is not alive
-        return Path(f"/proc/{pid}/stat").read_text().split(") ")[-1][:1] != "Z"
-    except OSError:
-        return True
 
 
 def _command_line(pid: int) -> list[str]:
@@ -57,7 +46,9 @@ class LocalWorkers:
     def _ours(self, name: str, pid: int) -> bool:
         """``pid`` is still this eval's worker ``name`` (not a recycled id)."""
         line = _command_line(pid)
-        return _alive(pid) and "loopkit.worker" in line and name in line and self.database in line
+        return (
+            pid_alive(pid) and "loopkit.worker" in line and name in line and self.database in line
+        )
 
     def start(self) -> None:
         self.folder.mkdir(parents=True, exist_ok=True)
