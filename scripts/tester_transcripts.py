@@ -254,7 +254,9 @@ def open_file_test() -> dict[str, Any]:
             _step("assert", "ItemsTable", row=0, column=0, equals="Design work"),
             _type("FilePathInput", missing),
             _click(
-                "OpenButton", expect_findings=["error_label"], expect={"appear": ["ErrorLabel"]}
+                "OpenButton",
+                expect_findings=["error_label"],
+                expect={"appear": ["ErrorLabel"], "timeout": 10},
             ),
             _step("assert", "ErrorLabel", equals=f"File not found: {missing}"),
         ],

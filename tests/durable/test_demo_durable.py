@@ -73,9 +73,13 @@ def runs_the_card(pid: int, demo_pid: int) -> bool:
     the command the desktop session started."""
     try:
         name = Path(f"/proc/{pid}/comm").read_text().strip()
+        parent_name = Path(f"/proc/{parent(pid)}/comm").read_text().strip()
     except OSError:
         return False
-    return name == RUN_PROCESS_NAME or "loopkit_ui.session" in cmdline(parent(pid))
+    if name == RUN_PROCESS_NAME:
+        # A fork of the run about to exec (git, the build) carries the run's name for a moment.
+        return parent_name != RUN_PROCESS_NAME
+    return "loopkit_ui.session" in cmdline(parent(pid))
 
 
 def demo(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:

@@ -445,18 +445,24 @@ class EvalRun:
 
         reason = f"the budget of ${self.max_cost:.2f} is reached (spent ${self.result.spend:.4f})"
         stopped = [c for c in self.result.cases if not c.ended and c.key not in self._grading]
-        running: list[str] = []  # the logs of the runs a worker was running
         for case in stopped:
             for run in case.runs or [RunRef(run_id=case.first_run, role="", state="queued")]:
                 if run.state not in ("done", "failed", "cancelled"):
                     with contextlib.suppress(DurableError):
                         await cancel_card_run(runtime, run.run_id)
-                        if run.state == "running" and run.log_path:
-                            running.append(run.log_path)
-        # A running run stops within its worker's poll and writes its end (``cancelled``,
-        # ``result``): wait for that before the workers are stopped (bounded: a worker that is
-        # gone leaves it to the next one), then read the runs once more.
-        deadline = time.monotonic() + 30
+        # The runs as they are now (one the last look saw queued may have started since): each
+        # that has a log a worker is still writing stops within its poll and writes its end
+        # (``cancelled``, ``result``). Wait for that before the workers are stopped (bounded: a
+        # worker that is gone leaves it to the next one), then read the runs once more.
+        for case in stopped:
+            await self._update(runtime, case)
+        running = [
+            run.log_path
+            for case in stopped
+            for run in case.runs
+            if run.log_path and (read_log(run.log_path) or [{}])[-1].get("type") != "result"
+        ]
+        deadline = time.monotonic() + 60
         while running and time.monotonic() < deadline:
             if all((read_log(p) or [{}])[-1].get("type") == "result" for p in running):
                 break

@@ -224,6 +224,11 @@ class AtspiActions(AtspiCore):
 
         if self.monitor.wait_until(check, timeout=expect.timeout):
             return True, "expected elements appeared/disappeared"
+        # The mirror follows the app's events; on a loaded desktop one can come late or not at
+        # all. Before saying the expectation failed, read the whole tree once more.
+        self._tree(fresh=True)
+        if check():
+            return True, "expected elements appeared/disappeared"
         return False, f"expectation not met after {expect.timeout:g} s: {', '.join(missing)}"
 
     def _tree_node_states(self, node: TreeNode) -> list[str]:
@@ -284,7 +289,13 @@ class AtspiActions(AtspiCore):
             return None
         if w <= 0 or h <= 0 or x < 0 or y < 0:
             return None
-        return x + w // 2, y + h // 2
+        center = x + w // 2, y + h // 2
+        screen = self._x11.screen_size()
+        if screen is not None and (center[0] >= screen[0] or center[1] >= screen[1]):
+            # Beyond the screen's edge (a window wider than the screen): input would land
+            # elsewhere, so the caller uses the element's accessible action or says why not.
+            return None
+        return center
 
     def _role_of(self, path: str) -> str | None:
         try:

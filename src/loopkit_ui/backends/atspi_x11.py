@@ -55,6 +55,17 @@ class X11Modality:
             self._display = None
             return None
 
+    def screen_size(self) -> tuple[int, int] | None:
+        """The screen's width and height in pixels, or None when X cannot be asked."""
+        display = self._connect()
+        if display is None:
+            return None
+        try:
+            screen = display.screen()
+            return int(screen.width_in_pixels), int(screen.height_in_pixels)
+        except Exception:  # a lost connection
+            return None
+
     @staticmethod
     def _boxes(display: Any, pid: int | None) -> list[Box]:
         atom = display.intern_atom
