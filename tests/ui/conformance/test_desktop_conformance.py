@@ -85,6 +85,21 @@ def test_window_management(mini_ui: UIServerClient, mini_app: object) -> None:
     assert _window(mini_ui)["active"] is True, focused
 
 
+def test_a_click_beyond_the_screens_edge_uses_the_accessible_action(
+    mini_ui: UIServerClient, mini_app: object
+) -> None:
+    # A window wider than the screen (a long status line did it to the invoice app): a button
+    # past the right edge cannot take a synthesized click there, its accessible action can.
+    _ok(mini_ui.call("ui_window", action="move", window="Mini App", x=1275, y=30))
+    try:
+        assert _window(mini_ui)["bounds"][0] == 1275  # type: ignore[index]
+        _ok(mini_ui.call("ui_click", target="PaletteButton", expect_appear=["PaletteCloseButton"]))
+        _ok(mini_ui.call("ui_window", action="close", window="Palette"))
+    finally:
+        _ok(mini_ui.call("ui_window", action="move", window="Mini App", x=40, y=30))
+        _ok(mini_ui.call("ui_window", action="focus"))
+
+
 def test_the_clipboard(mini_ui: UIServerClient, mini_app: object) -> None:
     assert not mini_ui.call("ui_set_clipboard", text="pasted text").error
     assert mini_ui.call("ui_get_clipboard").text == "pasted text"
