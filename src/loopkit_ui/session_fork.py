@@ -172,6 +172,7 @@ def run_forked_on_desktop(
     screen: str = "1280x1024x24",
     name: str | None = None,
     prepare: Callable[[], object] | None = None,
+    after_fork: Callable[[], object] | None = None,
 ) -> int:
     """Start a headless desktop, run ``work()`` in a forked child on it (``os.environ`` there is
     this process's plus the desktop's plus ``env``) and return its status as
@@ -183,7 +184,8 @@ def run_forked_on_desktop(
     ``prepare()`` runs in a thread while the desktop starts (which mostly waits for its
     daemons) and ends before the fork (one thread again), so what it does (an import the work
     needs) is the child's at no cost while it takes less time than the desktop; its errors are
-    ignored (the work meets them itself)."""
+    ignored (the work meets them itself). ``after_fork()`` runs in this process right after the
+    fork (to close what now belongs to the child, say); its errors are ignored too."""
     if not can_fork():
         raise RuntimeError("run_forked_on_desktop needs Linux and a process with one thread")
     previous = {signum: signal.getsignal(signum) for signum in CommandSignals.SIGNALS}
@@ -200,6 +202,9 @@ def run_forked_on_desktop(
                 raise KeyboardInterrupt
             signals.spawning = True
             child = _fork(work, desktop.child_env(env), name)
+            if after_fork is not None:
+                with contextlib.suppress(Exception):
+                    after_fork()
             signals.attach(child)  # type: ignore[arg-type]  # duck-typed Popen
             status = wait_reaping(child, desktop)  # type: ignore[arg-type]
         except DesktopError as e:

@@ -20,7 +20,7 @@ import asyncio
 from collections.abc import Sequence
 from contextlib import AsyncExitStack, nullcontext
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from loopkit.abstractions.chat import ChatClient, ChatOptions
 from loopkit.abstractions.content import ChatMessage, ChatRole
@@ -40,6 +40,9 @@ from loopkit.middleware.run_log import RunLog, RunLogChatClient
 from loopkit.middleware.tool_disclosure import ToolDisclosure
 from loopkit.run_context import RunContext, RunEvent, run_scope
 
+if TYPE_CHECKING:
+    from loopkit.mcp.waiting_server import WaitingPythonServer
+
 
 @runtime_checkable
 class ToolSource(Protocol):
@@ -55,13 +58,16 @@ class ToolSource(Protocol):
 class MCPToolSource:
     """The tools of one MCP server as a :class:`ToolSource`."""
 
-    def __init__(self, config: MCPServerConfig) -> None:
+    def __init__(
+        self, config: MCPServerConfig, *, prestarted: WaitingPythonServer | None = None
+    ) -> None:
         self.config = config
+        self.prestarted = prestarted  # a server started earlier for this command, if any
         self.tools: list[Tool] = []
         self._client: Any = None
 
     async def __aenter__(self) -> MCPToolSource:
-        self._client = self.config.connect()
+        self._client = self.config.connect(prestarted=self.prestarted)
         await self._client.__aenter__()
         try:
             self.tools = list(await self._client.list_tools())

@@ -79,6 +79,7 @@ if TYPE_CHECKING:
 
     from loopkit.cards import Card, RunnerConfig
     from loopkit.cards.roles import Role
+    from loopkit.mcp.waiting_server import WaitingPythonServer
 
 from loopkit.command_line import (  # noqa: E402
     EXIT_BAD_INPUT,
@@ -232,16 +233,20 @@ def _rerun_in_headless_desktop(
     card_path: Path | None,
     which: str | None = None,
     work: Callable[[], int] | None = None,
+    after_fork: Callable[[], object] | None = None,
 ) -> int:
     """Run inside a new headless desktop: ``work`` in a child forked there (already checked and
-    imported: no second interpreter), else this command again."""
+    imported: no second interpreter), else this command again. ``after_fork``: called here
+    right after the child is forked."""
     from datetime import UTC, datetime, timedelta
 
     since = datetime.now(UTC) - timedelta(seconds=1)  # the database's clock is this host's
     if work is not None:
         # A durable run's DBOS (most of a second to import) loads while the desktop starts.
         prepare = _import_dbos if config.durable else None
-        status = run_forked_in_headless_desktop("loopkit.demo", argv, work, prepare)
+        status = run_forked_in_headless_desktop(
+            "loopkit.demo", argv, work, prepare, after_fork=after_fork
+        )
     else:
         status = run_in_headless_desktop("loopkit.demo", argv)
     if status not in (EXIT_DONE, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INTERRUPTED):
@@ -320,11 +325,16 @@ class RunRequest:
 
 
 async def _run_until_interrupted(
-    config: RunnerConfig, run: RunRequest | None, console: Console, resume: str | None = None
+    config: RunnerConfig,
+    run: RunRequest | None,
+    console: Console,
+    resume: str | None = None,
+    waiting: WaitingPythonServer | None = None,
 ) -> int:
     """Run the demo (or resume durable runs: ``resume``); the first SIGINT/SIGTERM/SIGHUP
     cancels it cleanly, later ones are ignored (one Ctrl-C reaches this process twice under the
-    headless desktop: from the terminal and forwarded)."""
+    headless desktop: from the terminal and forwarded). ``waiting``: the UI server started for
+    the run (ended here when the run did not use it)."""
     import asyncio
 
     from loopkit.demo.run import run_demo
@@ -355,7 +365,7 @@ async def _run_until_interrupted(
             return await run_pipeline(
                 config, run.card, console, develop=run.role, then=run.then, repo=run.repo,
                 message=run.message, round_trips=run.round_trips or DEFAULT_ROUND_TRIPS,
-                given=run.given,
+                given=run.given, prestarted=waiting,
             )  # fmt: skip
         if config.durable:
             from loopkit.demo.durable_runs import run_durable_card
@@ -364,10 +374,14 @@ async def _run_until_interrupted(
                 config, run.card, console, role=run.role, repo=run.repo, message=run.message
             )
         return await run_demo(
-            config, run.card, console, role=run.role, repo=run.repo, message=run.message
-        )
+            config, run.card, console, role=run.role, repo=run.repo, message=run.message,
+            prestarted=waiting,
+        )  # fmt: skip
     except asyncio.CancelledError:
         return EXIT_INTERRUPTED
+    finally:
+        if waiting is not None:
+            waiting.close()
 
 
 def _interrupt(signum: int, _frame: FrameType | None) -> None:
@@ -394,6 +408,24 @@ def main(argv: list[str] | None = None) -> int:
 
 def _main(argv: list[str]) -> int:
     args = parse_args(argv)
+    waiting: WaitingPythonServer | None = None
+    if args.card is not None and args.resume is None and not args.durable:
+        # First, so its imports run on the other core while this process checks everything.
+        from loopkit.demo.waiting_ui import start_waiting_ui_server
+
+        waiting = start_waiting_ui_server()
+    try:
+        return _check_and_run(argv, args, waiting)
+    finally:
+        if waiting is not None:  # ended, unless a run here or in the forked child used it
+            waiting.close()
+
+
+def _check_and_run(
+    argv: list[str], args: argparse.Namespace, waiting: WaitingPythonServer | None
+) -> int:
+    """Check every setting and the card, then run it (in a child forked on a headless desktop
+    when there is no display); ``waiting``: the UI server started for the run."""
     import asyncio
 
     from loopkit.cards import Card, ConfigError, load_config
@@ -456,12 +488,15 @@ def _main(argv: list[str]) -> int:
     run = RunRequest(card, role, args.repo, args.message, then, args.round_trips, frozenset(given))
     if _needs_headless_desktop(config.headless):
         return _rerun_in_headless_desktop(
-            argv, config, args.card, work=lambda: _run_in_child(config, run, console)
-        )
-    return asyncio.run(_run_until_interrupted(config, run, console))
+            argv, config, args.card, work=lambda: _run_in_child(config, run, console, waiting),
+            after_fork=waiting.forked if waiting is not None else None,
+        )  # fmt: skip
+    return asyncio.run(_run_until_interrupted(config, run, console, waiting=waiting))
 
 
-def _run_in_child(config: RunnerConfig, run: RunRequest, console: Console) -> int:
+def _run_in_child(
+    config: RunnerConfig, run: RunRequest, console: Console, waiting: WaitingPythonServer | None
+) -> int:
     """The run in the child forked on the headless desktop: the stop signals as main() sets
     them, then the run."""
     import asyncio
@@ -470,7 +505,7 @@ def _run_in_child(config: RunnerConfig, run: RunRequest, console: Console) -> in
     for signum in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(signum, _interrupt)
     try:
-        return asyncio.run(_run_until_interrupted(config, run, console))
+        return asyncio.run(_run_until_interrupted(config, run, console, waiting=waiting))
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED

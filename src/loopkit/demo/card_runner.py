@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from loopkit.cards.early_source import EarlyToolSource
     from loopkit.mcp.config import MCPServerConfig
     from loopkit.mcp.remembered_tools import RememberedToolList
+    from loopkit.mcp.waiting_server import WaitingPythonServer
     from loopkit.middleware.run_log import RunLog
 
 __all__ = [
@@ -79,14 +80,19 @@ def remembered_ui(config: RunnerConfig) -> RememberedToolList | None:
     return RememberedToolList.for_python_server(ui.command, cwd=ui.cwd, packages=["loopkit"])
 
 
-def early_ui(config: RunnerConfig, run_dir: Path) -> EarlyToolSource:
+def early_ui(
+    config: RunnerConfig, run_dir: Path, prestarted: WaitingPythonServer | None = None
+) -> EarlyToolSource:
     """The run's UI server (its trees and screenshots in ``run_dir``), starting now: it takes
     about a second to start, so a role with the UI starts it first; its remembered tool list
-    lets the first request go without waiting for it."""
+    lets the first request go without waiting for it. ``prestarted``: the server started by
+    the command before its checks (:func:`start_waiting_ui_server`), used when it runs the
+    configured command."""
     from loopkit.cards.early_source import EarlyToolSource
     from loopkit.cards.runner import MCPToolSource
 
-    ui = EarlyToolSource(MCPToolSource(ui_server_for(config, run_dir)), remembered_ui(config))
+    source = MCPToolSource(ui_server_for(config, run_dir), prestarted=prestarted)
+    ui = EarlyToolSource(source, remembered_ui(config))
     ui.start()
     return ui
 

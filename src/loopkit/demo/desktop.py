@@ -117,17 +117,24 @@ def run_forked_in_headless_desktop(
     argv: list[str],
     work: Callable[[], int],
     prepare: Callable[[], object] | None = None,
+    *,
+    after_fork: Callable[[], object] | None = None,
 ) -> int:
     """Run ``work()`` in a child forked on a new headless desktop and return its status as
     :func:`run_in_headless_desktop` does (a signal is 128+N). The child dies with this process
     (SIGTERM, even when this one is killed with SIGKILL); a stop signal is passed on to it. Where
     a fork cannot be used (not Linux, another thread running) ``python -m module *argv`` is
     re-run inside the desktop instead. ``prepare()`` runs while the desktop starts (see
-    :func:`loopkit_ui.session_fork.run_forked_on_desktop`)."""
+    :func:`loopkit_ui.session_fork.run_forked_on_desktop`); ``after_fork()`` runs here right
+    after the fork."""
     from loopkit_ui.session_fork import can_fork, run_forked_on_desktop
 
     if not can_fork():
         return run_in_headless_desktop(module, argv)
     return run_forked_on_desktop(
-        work, env={IN_SESSION_VARIABLE: "1"}, name=RUN_PROCESS_NAME, prepare=prepare
+        work,
+        env={IN_SESSION_VARIABLE: "1"},
+        name=RUN_PROCESS_NAME,
+        prepare=prepare,
+        after_fork=after_fork,
     )

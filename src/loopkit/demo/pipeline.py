@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Collection
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.markup import escape
@@ -30,6 +31,9 @@ from loopkit.demo.model import first_line, role_line
 from loopkit.demo.pipeline_rounds import defects_message, round_settings
 from loopkit.demo.run import run_card
 from loopkit.errors import CardError
+
+if TYPE_CHECKING:
+    from loopkit.mcp.waiting_server import WaitingPythonServer
 
 __all__ = ["DEFAULT_ROUND_TRIPS", "run_pipeline"]
 
@@ -48,11 +52,13 @@ async def run_pipeline(
     message: str | None = None,
     round_trips: int = DEFAULT_ROUND_TRIPS,
     given: Collection[str] = (),
+    prestarted: WaitingPythonServer | None = None,
 ) -> int:
     """Run ``card`` in ``develop``, then in ``then`` in the same repository, with up to
     ``round_trips`` returns to ``develop`` (see the module docstring); returns the exit status
     (0 only when the last ``then`` run passed). ``given``: the limits set on the command line
-    (they beat each role's own)."""
+    (they beat each role's own); ``prestarted``: a UI server started earlier (the first run
+    with the UI uses it)."""
     assert card.path is not None
     card_path = card.path
     note = message
@@ -68,7 +74,7 @@ async def run_pipeline(
         built = await run_card(
             dev_config, card, console, role=develop, repo=repo, message=note,
             done_state=CardState.IN_TEST, parent=parent,
-            expected_state=CardState.IN_WORK if round_no > 1 else None,
+            expected_state=CardState.IN_WORK if round_no > 1 else None, prestarted=prestarted,
         )  # fmt: skip
         if built.status != 0 or built.repo is None:
             return _ended(card_path, built.status)

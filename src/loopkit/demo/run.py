@@ -52,6 +52,7 @@ from loopkit.errors import CardError
 if TYPE_CHECKING:
     from loopkit.cards import ToolSource
     from loopkit.cards.early_source import EarlyToolSource
+    from loopkit.mcp.waiting_server import WaitingPythonServer
 
 # The runner (the agent layer, MCP, retries, the run log) is imported by the functions that use it:
 # the process that only checks the settings and starts the headless desktop never needs it.
@@ -122,9 +123,11 @@ async def run_demo(
     role: Role | None = None,
     repo: Path | None = None,
     message: str | None = None,
+    prestarted: WaitingPythonServer | None = None,
 ) -> int:
     """Run ``card`` in ``role`` (checked by :func:`check_settings` and :func:`read_card`
-    before): first line, live line, summary; returns the exit status. With ``durable`` set in
+    before): first line, live line, summary; returns the exit status. ``prestarted``: a UI
+    server started earlier (:func:`loopkit.demo.card_runner.early_ui`). With ``durable`` set in
     ``config`` it runs as :func:`loopkit.demo.durable_runs.run_durable_card` does (checkpoints,
     resumable). ``repo``: continue in the repository of an earlier run instead of a new copy of
     the app; ``message``: comes with the card (one that starts with "remember" adds a feedback
@@ -134,7 +137,9 @@ async def run_demo(
         from loopkit.demo.durable_runs import run_durable_card
 
         return await run_durable_card(config, card, console, role=role, repo=repo, message=message)
-    ran = await run_card(config, card, console, role=role, repo=repo, message=message)
+    ran = await run_card(
+        config, card, console, role=role, repo=repo, message=message, prestarted=prestarted
+    )
     return ran.status
 
 
@@ -150,6 +155,7 @@ async def run_card(
     parent: str | None = None,
     failed_state: CardState = CardState.FAILED,
     expected_state: CardState | None = None,
+    prestarted: WaitingPythonServer | None = None,
 ) -> DemoOutcome:
     """:func:`run_demo`, saying how the run ended (:class:`DemoOutcome`); ``done_state``: the
     card's state after a success (In Test when a test run follows), ``failed_state`` after a
@@ -174,7 +180,7 @@ async def run_card(
     # loop runs its start).
     name = f"{card_path.stem}-{role.name}" if repo is not None else card_path.stem
     run_dir = new_run_dir(config.runs_dir, name)
-    ui: EarlyToolSource | None = early_ui(config, run_dir) if role.has("ui") else None
+    ui: EarlyToolSource | None = early_ui(config, run_dir, prestarted) if role.has("ui") else None
     recorder: TranscriptRecorder | None = None
     try:
         model, scratch, tools = await asyncio.to_thread(

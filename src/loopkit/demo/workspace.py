@@ -127,7 +127,8 @@ def open_scratch_repo(
     (e.g. a ``test`` run after the ``develop`` run of the same card)."""
     check_earlier_repo(repo, app_folder)
     run_dir = run_dir or new_run_dir(runs_dir, name)
-    run_dir.mkdir(parents=True)
+    # May exist: the run's UI server, started first, makes its ui/ folder in it.
+    run_dir.mkdir(parents=True, exist_ok=True)
     return ScratchRepo(run_dir=run_dir, repo=repo.resolve(), app_folder=app_folder)
 
 

@@ -31,7 +31,12 @@ from urllib.parse import urlsplit
 from loopkit.abstractions.tools import ToolError
 from loopkit.child_env import check_passthrough
 from loopkit.errors import MCPServerError
-from loopkit.mcp.stdio_process import process_transport, sdk_default_environment, spawn_stdio_server
+from loopkit.mcp.stdio_process import (
+    ServerProcess,
+    process_transport,
+    sdk_default_environment,
+    spawn_stdio_server,
+)
 from loopkit.mcp.targets import (
     HttpTarget,
     StdioTarget,
@@ -44,6 +49,8 @@ from loopkit.mcp.tools import MCPTool
 if TYPE_CHECKING:
     from mcp import Client
     from mcp_types import CallToolResult, Implementation
+
+    from loopkit.mcp.waiting_server import WaitingPythonServer
 
 _log = logging.getLogger("loopkit.mcp")
 
@@ -126,6 +133,7 @@ class MCPClient:
         call_timeout: float = DEFAULT_CALL_TIMEOUT,
         tool_prefix: str = "",
         name: str | None = None,
+        prestarted: WaitingPythonServer | None = None,
     ) -> None:
         for label, value in (("startup_timeout", startup_timeout), ("call_timeout", call_timeout)):
             if not value > 0:
@@ -147,6 +155,7 @@ class MCPClient:
         self._closing: asyncio.Event | None = None
         self._lost: str | None = None  # why the connection is gone, once it is
         self._closed = False
+        self._prestarted = prestarted
 
     # ----------------------------------------------------------------------------- factories
 
@@ -164,6 +173,7 @@ class MCPClient:
         call_timeout: float = DEFAULT_CALL_TIMEOUT,
         tool_prefix: str = "",
         name: str | None = None,
+        prestarted: WaitingPythonServer | None = None,
     ) -> MCPClient:
         """A server run as a child process speaking MCP over stdin/stdout.
 
@@ -174,6 +184,8 @@ class MCPClient:
         ``LOOPKIT_*``, ...), which a UI server needs; never an API key or another secret-looking
         variable. ``env_passthrough`` adds variables by name or glob pattern (a secret-looking
         one only by its exact name). ``name`` replaces the command line in messages.
+        ``prestarted``: a :class:`~loopkit.mcp.waiting_server.WaitingPythonServer` started
+        earlier, used instead of spawning when it runs this command (see its module).
         """
         if isinstance(args, str):
             raise TypeError(f"args must be a list of strings, not the string {args!r}")
@@ -195,6 +207,7 @@ class MCPClient:
             call_timeout=call_timeout,
             tool_prefix=tool_prefix,
             name=name,
+            prestarted=prestarted,
         )
 
     @classmethod
@@ -337,15 +350,17 @@ class MCPClient:
             assert self._closing is not None
             await self._closing.wait()
 
-    async def _spawn(self, target: StdioTarget) -> asyncio.subprocess.Process:
-        """Start the stdio server as the SDK would (its default environment under ours)."""
+    async def _spawn(self, target: StdioTarget) -> ServerProcess:
+        """Start the stdio server as the SDK would (its default environment under ours), or
+        hand the command to the waiting server given for it."""
         assert self._stderr is not None
+        env = sdk_default_environment() | (server_env(target) or {})
+        waiting = self._prestarted
+        if waiting is not None and waiting.matches(target) and waiting.fits(env):
+            args = list(target.args[len(waiting.entry) :])
+            return await waiting.adopt(args, env, self._stderr.file)
         return await spawn_stdio_server(
-            target.command,
-            list(target.args),
-            env=sdk_default_environment() | (server_env(target) or {}),
-            cwd=target.cwd,
-            errlog=self._stderr.file,
+            target.command, list(target.args), env=env, cwd=target.cwd, errlog=self._stderr.file
         )
 
     def _make_transport(self) -> AbstractAsyncContextManager[Any]:

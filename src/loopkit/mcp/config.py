@@ -16,12 +16,16 @@ Made for configuration files: the card runner's TOML describes each server in a 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from loopkit.child_env import check_passthrough
 from loopkit.mcp.client import DEFAULT_CALL_TIMEOUT, DEFAULT_STARTUP_TIMEOUT, MCPClient
+
+if TYPE_CHECKING:
+    from loopkit.mcp.waiting_server import WaitingPythonServer
 
 
 class MCPServerConfig(BaseModel):
@@ -101,8 +105,9 @@ class MCPServerConfig(BaseModel):
             raise ValueError("headers apply to a `url` server, not a `command`")
         return self
 
-    def connect(self) -> MCPClient:
-        """An :class:`MCPClient` for this server (not yet connected: use ``async with``)."""
+    def connect(self, *, prestarted: WaitingPythonServer | None = None) -> MCPClient:
+        """An :class:`MCPClient` for this server (not yet connected: use ``async with``);
+        ``prestarted``: a waiting server it uses when that runs this command."""
         if self.command is not None:
             return MCPClient.stdio(
                 self.command[0],
@@ -115,6 +120,7 @@ class MCPServerConfig(BaseModel):
                 call_timeout=self.call_timeout,
                 tool_prefix=self.tool_prefix,
                 name=self.name,
+                prestarted=prestarted,
             )
         assert self.url is not None
         return MCPClient.http(

@@ -23,13 +23,14 @@ import subprocess
 import sys
 from collections.abc import AsyncIterator, Coroutine, Mapping
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any, Protocol, TextIO
 
 if TYPE_CHECKING:
     from mcp.shared.message import SessionMessage
 
 __all__ = [
     "SDK_DEFAULT_ENV_VARS",
+    "ServerProcess",
     "process_transport",
     "sdk_default_environment",
     "spawn_stdio_server",
@@ -60,6 +61,23 @@ SDK_DEFAULT_ENV_VARS = (
 _EXIT_GRACE = 2.0
 _TERM_GRACE = 2.0
 _READ_CHUNK = 65536
+
+
+class ServerProcess(Protocol):
+    """What the transport needs of a started server: an ``asyncio.subprocess.Process`` or a
+    :class:`~loopkit.mcp.waiting_server.AdoptedProcess`."""
+
+    @property
+    def pid(self) -> int: ...
+
+    @property
+    def returncode(self) -> int | None: ...
+
+    @property
+    def stdin(self) -> asyncio.StreamWriter | None: ...
+
+    @property
+    def stdout(self) -> asyncio.StreamReader | None: ...
 
 
 def sdk_default_environment() -> dict[str, str]:
@@ -95,7 +113,7 @@ async def spawn_stdio_server(
 
 
 @asynccontextmanager
-async def process_transport(process: asyncio.subprocess.Process) -> AsyncIterator[Any]:
+async def process_transport(process: ServerProcess) -> AsyncIterator[Any]:
     """The SDK's read and write streams over a started server's pipes (the SDK is imported
     first, in a worker thread); leaving stops the server (stdin closed, then SIGTERM, then
     SIGKILL to its group) and reaps it, also when that import fails or is cancelled."""
@@ -177,7 +195,7 @@ async def _finish(closing: Coroutine[Any, Any, None]) -> None:
 
 
 async def _close(
-    process: asyncio.subprocess.Process,
+    process: ServerProcess,
     tasks: list[asyncio.Task[None]],
     *streams: Any,
 ) -> None:
@@ -189,7 +207,7 @@ async def _close(
     await asyncio.gather(*tasks, return_exceptions=True)
 
 
-async def _stop(process: asyncio.subprocess.Process) -> None:
+async def _stop(process: ServerProcess) -> None:
     """Close the server's stdin (MCP's shutdown), then SIGTERM, then SIGKILL its group."""
     assert process.stdin is not None
     with contextlib.suppress(OSError):
@@ -201,7 +219,7 @@ async def _stop(process: asyncio.subprocess.Process) -> None:
             await _exited(process, _TERM_GRACE)
 
 
-async def _exited(process: asyncio.subprocess.Process, within: float) -> bool:
+async def _exited(process: ServerProcess, within: float) -> bool:
     # The return code, not process.wait(): that also waits for the pipes to close, which a
     # grandchild holding them (an app the server launched) would delay.
     deadline = asyncio.get_running_loop().time() + within
