@@ -48,7 +48,7 @@ MINIMUM = {
     "docs/cards.md": 2,
     "docs/architecture.md": 2,
     "docs/interop.md": 5,
-    "docs/mcp.md": 1,
+    "docs/mcp.md": 2,
     "docs/memory.md": 1,
     "docs/observability.md": 1,
     "docs/providers.md": 3,

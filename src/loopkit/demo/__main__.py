@@ -4,7 +4,9 @@ The model reads the card, changes the code, builds, verifies every acceptance cr
 through the UI server, commits, and ends with ``RESULT: done`` or ``RESULT: failed: <reason>``.
 Without an API key the scripted model plays the card's bundled transcript (every tool call is real).
 
-Every setting and the card are checked before a headless desktop starts or anything is created.
+Every setting and the card are checked before a headless desktop starts or anything is created;
+only the UI server is started first, waiting without a display or any file until the run tells
+it its command line (:mod:`loopkit.demo.waiting_ui`), and ended on bad input.
 Without a display the demo starts a headless desktop itself and goes on in a child forked on it
 (``loopkit_ui.session_fork``; where a fork cannot be used it re-runs itself inside ``python -m
 loopkit_ui.session``); that child dies with this process (``PR_SET_PDEATHSIG``: SIGTERM, so the run
