@@ -43,13 +43,7 @@ from loopkit_ui.cli_input import (
     positive_seconds,
     shown,
 )
-from loopkit_ui.http_security import (
-    HttpAddress,
-    TokenFile,
-    listen,
-    parse_http_address,
-    read_token_file,
-)
+from loopkit_ui.http_security import HttpAddress, TokenFile, http_options, listen
 from loopkit_ui.private_files import make_private_dir
 
 if TYPE_CHECKING:
@@ -168,17 +162,12 @@ def _parser() -> argparse.ArgumentParser:
 def _check(args: argparse.Namespace) -> tuple[HttpAddress | None, str | None, list[str] | None]:
     """Every input checked before anything starts: the address, the token file, the app to
     attach to or launch, the output folder. BadInput names the first wrong one."""
-    address = None
-    if args.http is not None:
-        address = parse_http_address(
-            args.http, allow_remote=args.allow_remote, allow_hosts=tuple(args.allow_host)
-        )
-    else:
-        for option, given in (("--token-file", args.token_file), ("--allow-host", args.allow_host),
-                              ("--allow-remote", args.allow_remote)):  # fmt: skip
-            if given:
-                raise BadInput(f"{option} applies to --http; without --http the server uses stdio")
-    token = read_token_file(args.token_file) if args.token_file is not None else None
+    address, token = http_options(
+        args.http,
+        token_file=args.token_file,
+        allow_hosts=args.allow_host,
+        allow_remote=args.allow_remote,
+    )
     if args.pid is not None:
         check_pid(args.pid)
     launch = check_launch(args.launch, args.launch_cwd) if args.launch is not None else None

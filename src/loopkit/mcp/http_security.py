@@ -38,6 +38,8 @@ from loopkit.command_line import BadInput, shown
 from loopkit.private_files import create_private_file
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from mcp.server.auth.provider import AccessToken
     from mcp.server.auth.settings import AuthSettings
     from mcp.server.transport_security import TransportSecuritySettings
@@ -47,6 +49,7 @@ __all__ = [
     "StaticTokenVerifier",
     "TokenFile",
     "allowed_host_name",
+    "http_options",
     "listen",
     "parse_http_address",
     "read_token_file",
@@ -143,6 +146,30 @@ def parse_http_address(
     names = [] if numeric else [host.lower()]  # a name the user chose to serve under
     names += [allowed_host_name(extra) for extra in allow_hosts]
     return HttpAddress(ip=ip, port=int(port_text), names=tuple(dict.fromkeys(names)))
+
+
+def http_options(
+    http: str | None,
+    *,
+    token_file: Path | None = None,
+    allow_hosts: Sequence[str] = (),
+    allow_remote: bool = False,
+) -> tuple[HttpAddress | None, str | None]:
+    """A server command's ``--http``, ``--token-file``, ``--allow-host`` and ``--allow-remote``
+    checked together: the address (None: stdio) and the token read from ``token_file`` (None:
+    make one). The last three apply to ``--http`` only; BadInput names the first wrong one."""
+    address = None
+    if http is not None:
+        address = parse_http_address(
+            http, allow_remote=allow_remote, allow_hosts=tuple(allow_hosts)
+        )
+    else:
+        for option, given in (("--token-file", token_file), ("--allow-host", allow_hosts),
+                              ("--allow-remote", allow_remote)):  # fmt: skip
+            if given:
+                raise BadInput(f"{option} applies to --http; without --http the server uses stdio")
+    token = read_token_file(token_file) if token_file is not None else None
+    return address, token
 
 
 def allowed_host_name(text: str) -> str:

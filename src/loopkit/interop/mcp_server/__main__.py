@@ -100,24 +100,14 @@ def _agent(spec: str) -> Any:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from loopkit.mcp.http_security import (
-        TokenFile,
-        listen,
-        parse_http_address,
-        read_token_file,
-    )
+    from loopkit.mcp.http_security import TokenFile, http_options, listen
 
-    address = None
-    if args.http is not None:
-        address = parse_http_address(
-            args.http, allow_remote=args.allow_remote, allow_hosts=tuple(args.allow_host)
-        )
-    else:
-        for option, given in (("--token-file", args.token_file), ("--allow-host", args.allow_host),
-                              ("--allow-remote", args.allow_remote)):  # fmt: skip
-            if given:
-                raise BadInput(f"{option} applies to --http; without --http the server uses stdio")
-    token = read_token_file(args.token_file) if args.token_file is not None else None
+    address, token = http_options(
+        args.http,
+        token_file=args.token_file,
+        allow_hosts=args.allow_host,
+        allow_remote=args.allow_remote,
+    )
     agent = _agent(args.agent)
     input_type = _load(args.input_type, "--input-type") if args.input_type else None
     from loopkit.interop.mcp_server.server import agent_mcp_server
