@@ -238,7 +238,7 @@ async def _take_runs(
             # for it): a stop signal must still end the worker.
             poll = asyncio.ensure_future(intake.poll())
             stopping = asyncio.ensure_future(stop.wait())
-            await asyncio.wait({poll, stopping}, return_when=asyncio.FIRST_COMPLETED)
+            await _while_polling(runtime, outage, poll, stopping)
             stopping.cancel()
             if not poll.done():
                 poll.cancel()
@@ -254,6 +254,34 @@ async def _take_runs(
             return EXIT_OK
         await _stopped(stop, 0.5)
     return None
+
+
+#: Seconds a poll may take before the worker looks at the database beside it.
+_POLL_LOOK_S = 2.0
+
+
+async def _while_polling(
+    runtime: DurableRuntime,
+    outage: Outage,
+    poll: asyncio.Future[bool],
+    stopping: asyncio.Future[Any],
+) -> None:
+    """Wait for ``poll`` or ``stopping``. A poll that takes long may be blocked inside DBOS,
+    which waits for a database lost under it: the worker looks at the database meanwhile and
+    says so (once) when it is unreachable, as it does between polls."""
+    from loopkit.durable.database import is_database_unavailable
+
+    while True:
+        done, _ = await asyncio.wait(
+            {poll, stopping}, timeout=_POLL_LOOK_S, return_when=asyncio.FIRST_COMPLETED
+        )
+        if done:
+            return
+        try:
+            await runtime.check_database()
+        except Exception as e:  # anything else: the poll itself will meet it
+            if is_database_unavailable(e):
+                outage.lost(e)  # the wait it returns is the poll's own now
 
 
 def main(argv: list[str] | None = None) -> int:
