@@ -30,7 +30,6 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
-import ctypes
 import os
 import signal
 import subprocess
@@ -45,8 +44,7 @@ from typing import IO, Any
 
 from loopkit.abstractions import ToolError
 from loopkit.child_env import child_environment
-
-_PR_SET_PDEATHSIG = 1
+from loopkit.parent_death import parent_death_preexec
 
 # The guard: read "+ PGID GRACE" (watch) and "- PGID" (forget) lines until end-of-file (our death
 # or a clean exit), then end every group still watched: SIGTERM, its grace, SIGKILL.
@@ -184,22 +182,9 @@ if hasattr(os, "register_at_fork"):
 
 
 def _pdeathsig_preexec() -> Callable[[], None] | None:
-    """A preexec function that asks Linux to SIGKILL the child when its parent dies."""
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        prctl = libc.prctl
-    except (OSError, AttributeError):
-        return None
-    parent = os.getpid()
-
-    def preexec() -> None:
-        prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-        if os.getppid() != parent:  # the parent died before prctl took effect
-            os._exit(1)
-
-    return preexec
+    """A preexec function that asks Linux to SIGKILL the child when its parent dies (from any
+    thread: the tools' threads live as long as the process)."""
+    return parent_death_preexec(signal.SIGKILL, main_thread_only=False)
 
 
 def pid_alive(pid: int) -> bool:

@@ -21,7 +21,6 @@ owner holds and ends the desktop at end-of-file, and each daemon gets ``PR_SET_P
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import os
 import re
 import secrets
@@ -31,7 +30,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -39,13 +37,13 @@ from types import TracebackType
 from typing import Any
 
 from loopkit.child_env import child_environment
+from loopkit.parent_death import parent_death_preexec
 from loopkit_ui import desktop_guard
 
 __all__ = ["DesktopError", "HeadlessDesktop", "pid_alive", "screen_problem"]
 
 #: Prefix of the marker variable every process of a desktop carries (``LOOPKIT_DESKTOP_<id>=1``).
 MARKER_PREFIX = "LOOPKIT_DESKTOP_"
-_PR_SET_PDEATHSIG = 1
 _HELD_SIGNALS = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
 #: Seconds the guard waits between SIGTERM and SIGKILL when the owner died.
 _GUARD_GRACE_S = 3.0
@@ -134,26 +132,10 @@ def pid_alive(pid: int) -> bool:
 
 
 def _pdeathsig(sig: int) -> Callable[[], None] | None:
-    """A ``preexec_fn`` asking Linux to send ``sig`` to the child when its parent dies.
-
-    The kernel sends it when the *thread* that forked the child exits, so it is set only when
-    forking from the main thread (a worker thread ending would kill a healthy desktop); the guard
-    process covers the other cases.
-    """
-    if threading.current_thread() is not threading.main_thread():
-        return None
-    try:
-        prctl = ctypes.CDLL(None, use_errno=True).prctl
-    except (OSError, AttributeError):
-        return None
-    parent = os.getpid()
-
-    def preexec() -> None:
-        prctl(_PR_SET_PDEATHSIG, sig, 0, 0, 0)
-        if os.getppid() != parent:  # the parent died before prctl took effect
-            os._exit(1)
-
-    return preexec
+    """A ``preexec_fn`` asking Linux to send ``sig`` to the child when its parent dies; only
+    from the main thread (a worker thread ending would kill a healthy desktop): the guard process
+    covers the other cases."""
+    return parent_death_preexec(sig)
 
 
 class HeadlessDesktop:

@@ -4,18 +4,15 @@ run uses that process, no second server is spawned, and bad input ends it with n
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from .helpers import (
-    ROOT,
     carrying,
     cmdline,
     copy_card,
-    demo_env,
+    run_demo,
     start_demo,
     survivors,
     wait_for_round,
@@ -49,15 +46,8 @@ def test_the_run_uses_the_ui_server_started_first(tmp_path: Path) -> None:
 
 
 def test_bad_input_ends_the_waiting_ui_server(tmp_path: Path) -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "loopkit.demo", str(tmp_path / "no-such-card.md")],
-        cwd=ROOT,
-        env=demo_env(tmp_path),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done.returncode == 2, done.stdout + done.stderr
-    assert "no-such-card.md" in done.stderr
+    done = run_demo(tmp_path, tmp_path / "no-such-card.md", timeout=120)
+    assert done.returncode == 2, done.output
+    assert "no-such-card.md" in done.output
     # Ended and reaped before the command returned: nothing of this test's is running.
     assert [p for p in carrying(str(tmp_path)) if p != os.getpid()] == []

@@ -22,7 +22,6 @@ Run as ``python -m loopkit.mcp.waiting_server [--preload MODULE]... -- ENTRY...`
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import importlib
 import json
 import os
@@ -31,6 +30,8 @@ import subprocess
 import sys
 from collections.abc import Mapping, Sequence
 from typing import IO, TYPE_CHECKING, Any
+
+from loopkit.parent_death import parent_death_preexec
 
 if TYPE_CHECKING:
     import asyncio
@@ -43,7 +44,6 @@ __all__ = ["WaitingPythonServer"]
 #: with the values the command would have had.
 _STARTUP_VARIABLES = ("PYTHONPATH", "PYTHONHOME", "PYTHONSAFEPATH", "PYTHONNOUSERSITE")
 _MAX_ORDER = 4 * 1024 * 1024
-_PR_SET_PDEATHSIG = 1
 
 
 class WaitingPythonServer:
@@ -109,7 +109,7 @@ class WaitingPythonServer:
                 stderr=subprocess.DEVNULL,  # until told where (the client's capture)
                 env=dict(env),
                 start_new_session=True,  # as a spawned server: closing ends its whole group
-                preexec_fn=_dying_with_parent(),
+                preexec_fn=parent_death_preexec(signal.SIGTERM),
             )
         except OSError:
             return None
@@ -235,27 +235,6 @@ class AdoptedProcess:
             self.returncode = -1
             return
         self.returncode = os.waitstatus_to_exitcode(status) if pid else -1
-
-
-def _dying_with_parent() -> Any:
-    """A preexec function setting PR_SET_PDEATHSIG (SIGTERM), from the main thread only (the
-    signal follows the thread that forked)."""
-    import threading
-
-    if threading.current_thread() is not threading.main_thread():
-        return None
-    try:
-        prctl = ctypes.CDLL(None, use_errno=True).prctl
-    except (OSError, AttributeError):
-        return None
-    parent = os.getpid()
-
-    def preexec() -> None:
-        prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
-        if os.getppid() != parent:
-            os._exit(1)
-
-    return preexec
 
 
 # -- the waiting process -----------------------------------------------------------------------
