@@ -85,10 +85,8 @@ def test_the_budget_stops_the_eval_cleanly(tmp_path: Path) -> None:
     assert (tmp_path / "out" / "junit.xml").read_text().count("<skipped") == 2
     assert "0123456789abcdefghij" not in output + (tmp_path / "out" / "eval.json").read_text()
     # The running run was cancelled cleanly: its card Failed, its log ends cancelled + result.
-    if [line["type"] for line in lines[-2:]] != ["cancelled", "result"]:
-        # Known race, not fixed yet: on a loaded machine a cancel that lands while a tool call
-        # is being checkpointed sometimes ends the run (DBOS records it cancelled) without the
-        # runner's cancelled/result lines. Everything above still holds.
-        pytest.xfail(f"cancel ended the run without its end lines: {lines[-2:]}")
+    # Also when the cancel lands while a checkpoint is recorded (DBOS then takes the workflow
+    # from the run, "no longer owned", instead of refusing the next checkpoint).
+    assert [line["type"] for line in lines[-2:]] == ["cancelled", "result"], lines[-2:]
     assert lines[-1]["data"]["status"] == "cancelled"
     assert Card.load(Path(first["card_path"])).state == CardState.FAILED

@@ -57,6 +57,7 @@ __all__ = [
     "finish_card_run",
     "get_card_run",
     "is_cancel",
+    "learn_cancel",
     "list_card_runs",
 ]
 
@@ -249,6 +250,7 @@ class DurableCardRunner(CardRunner):
             answer = await self._answer(card, logs)
             result = self._judge(answer)
         except BaseException as e:
+            await learn_cancel(e, durable)
             if is_cancel(e, durable):
                 self._honour_cancel(card, logs, None, write_state)
                 raise
@@ -281,6 +283,7 @@ class DurableCardRunner(CardRunner):
         try:
             ended = await _whole(finishing)
         except BaseException as e:
+            await learn_cancel(e, durable)
             if is_cancel(e, durable):  # it came before the end's checkpoint began
                 self._honour_cancel(card, logs, result, write_state)
             raise
@@ -330,10 +333,29 @@ def _in_run(logs: list[_CardRunLog]) -> Any:
 def is_cancel(error: BaseException, durable: DurableRun | None) -> bool:
     """Whether ``error`` ending a durable card run (``durable``) is its cancel, not a stop
     that leaves it to be resumed: DBOS refused a checkpoint of a cancelled workflow, or the
-    worker stopped the task of a run it saw cancelled."""
+    worker stopped the task of a run it saw cancelled, or the run lost its workflow to a cancel
+    (:func:`learn_cancel`)."""
     if type(error).__name__ == "DBOSWorkflowCancelledError":
         return True
-    return isinstance(error, asyncio.CancelledError) and durable is not None and durable.cancelled
+    if durable is None or not durable.cancelled:
+        return False
+    return isinstance(error, asyncio.CancelledError) or _lost_ownership(error)
+
+
+async def learn_cancel(error: BaseException, durable: DurableRun | None) -> None:
+    """A cancel that lands while a checkpoint is being recorded takes the workflow from this
+    execution: DBOS raises ``DBOSWorkflowConflictIDError`` ("no longer owned by this
+    execution", a BaseException), not its cancellation. Whether that was a cancel (and not
+    another execution taking the run over) is in the database: ``durable.cancelled`` says it
+    then, so the cancel is honoured whole."""
+    if durable is not None and not durable.cancelled and _lost_ownership(error):
+        from loopkit.durable.run import cancelled_in_database
+
+        durable.cancelled = await cancelled_in_database(durable.workflow_id)
+
+
+def _lost_ownership(error: BaseException) -> bool:
+    return type(error).__name__ == "DBOSWorkflowConflictIDError"
 
 
 async def _whole(finishing: asyncio.Future[dict[str, Any]]) -> dict[str, Any]:

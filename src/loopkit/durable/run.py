@@ -34,6 +34,7 @@ __all__ = [
     "START_STEP",
     "DurableRun",
     "active_runs",
+    "cancelled_in_database",
     "checkpoint",
     "current_durable_run",
     "durable_run",
@@ -199,6 +200,25 @@ def _workflow_id() -> str:
             "decorated with loopkit.durable.durable_workflow), not in a step or outside one"
         )
     return workflow_id
+
+
+async def cancelled_in_database(workflow_id: str) -> bool:
+    """Whether the workflow is cancelled in the database; False when that cannot be told now.
+
+    Asked from a pool thread that has no DBOS context: from inside the workflow, DBOS would
+    record the question as one of its steps (which a workflow that lost its ownership to a
+    cancel cannot do)."""
+    from dbos import DBOS
+
+    def look() -> bool:
+        found = DBOS.list_workflows(workflow_ids=[workflow_id])
+        return bool(found) and found[0].status == "CANCELLED"
+
+    try:
+        # run_in_executor, not to_thread: the thread must not get this task's context.
+        return await asyncio.get_running_loop().run_in_executor(None, look)
+    except Exception:
+        return False
 
 
 async def checkpoint(name: str, work: Callable[[], Awaitable[str]]) -> tuple[str, bool]:
