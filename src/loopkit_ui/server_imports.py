@@ -1,7 +1,8 @@
 """What ``python -m loopkit_ui.server`` imports to serve over stdio on Linux, for a launcher that
 starts it before its command line is known (:class:`loopkit.mcp.WaitingPythonServer`), so the
 imports are done while the launcher does its own work. Not the server module itself: it runs as
-``__main__`` later. tests/ui/test_server_imports.py checks the server's start imports each of them."""
+``__main__`` later. tests/ui/test_server_imports.py checks that the server's start imports each
+of them."""
 
 from __future__ import annotations
 
