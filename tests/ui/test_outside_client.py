@@ -164,9 +164,11 @@ def _check(report: dict[str, Any]) -> None:
     clicked = by_name["ui_click"]["structuredContent"]
     assert any("[ref=e" in line for line in clicked["snapshot"]), clicked
     typed = [c for c in report["calls"] if c["name"] == "ui_type_text"][-1]
-    assert [(p["progress"], p["total"]) for p in typed["progress"]] == [
-        (250, 600), (500, 600), (600, 600)
-    ], typed  # fmt: skip
+    # The last notification (600 of 600) is written just before the result; the Node SDK
+    # handles notifications a microtask later than responses, so on a loaded machine it may
+    # drop that one (modelcontextprotocol/typescript-sdk#2580, a race servers cannot avoid).
+    seen = [(p["progress"], p["total"]) for p in typed["progress"]]
+    assert seen in ([(250, 600), (500, 600), (600, 600)], [(250, 600), (500, 600)]), typed
     steps = by_name["ui_run_steps"]["structuredContent"]
     assert steps["success"] and steps["ran"] == 2, steps
     assert by_name["ui_get_clipboard"]["content"][0]["text"] == "from the outside client"
