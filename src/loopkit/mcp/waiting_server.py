@@ -5,7 +5,8 @@ CPU). A program that knows early that it will need one (a command that first che
 settings, then starts the desktop the server must live on) can start it at once with
 :meth:`WaitingPythonServer.start`: the process imports the server's modules on another core
 while the program goes on, then waits on stdin for one line saying how to run (arguments,
-environment, folder, where its stderr goes). An :class:`~loopkit.mcp.MCPClient` given it
+environment, where its stderr goes; the folder is its own, so only a command for that folder
+matches). An :class:`~loopkit.mcp.MCPClient` given it
 (``prestarted=``) uses it for a matching command (``python -m MODULE ...`` or ``python
 SCRIPT ...``, same interpreter, folder and ``PYTHON*`` variables) instead of spawning one; for
 any other command it spawns as always. A waiting server is used once.
